@@ -1,0 +1,242 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { TASK_KINDS, type ApiKeyType as KeyType, type TaskKind as TaskKindName } from '@taskapi/domain';
+import { z } from 'zod';
+
+/** Requests allowed per key: an exact sliding minute and a rolling day in hourly buckets. */
+export interface RateLimitPolicy {
+  perMinute: number;
+  perDay: number;
+}
+
+/** Thrown when the environment is invalid; the message names every bad variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const DEFAULT_RETRY_DELAYS = '60000,300000,1800000,7200000,21600000';
+
+const bool = (name: string) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: `${name} must be true or false` })
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const positiveInt = (name: string, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .regex(/^\d+$/, { error: `${name} must be a whole number` })
+    .transform(Number)
+    .pipe(z.number().int().min(1, { error: `${name} must be at least 1` }).max(max, { error: `${name} must be at most ${max}` }));
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, { error: 'DATABASE_URL must be a postgresql:// URL' })
+    .default('postgresql://postgres@127.0.0.1:5432/taskapi'),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, { error: 'REDIS_URL must be a redis:// or rediss:// URL' })
+    .default('redis://127.0.0.1:6379'),
+  PORT: z
+    .string()
+    .regex(/^\d+$/, { error: 'PORT must be a port number' })
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(65535, { error: 'PORT must be at most 65535' }))
+    .default(3000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  PUBLIC_BASE_URL: z.url({ protocol: /^https?$/, error: 'PUBLIC_BASE_URL must be an http(s) URL' }).optional(),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|\d+)$/, { error: 'TRUST_PROXY must be true, false or a hop count' })
+    .default('false'),
+  JWT_SECRET: z.string().min(32, { error: 'JWT_SECRET must be at least 32 characters' }).optional(),
+  SECRETS_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32 && /^[A-Za-z0-9+/]+={0,2}$/.test(v), {
+      error: 'SECRETS_KEY must be 32 bytes encoded as base64',
+    })
+    .optional(),
+  FILES_DIR: z.string().min(1).default('./data/files'),
+  LOG_LEVEL: z.enum(['error', 'warn', 'info', 'http', 'debug', 'silent']).default('info'),
+  WORKER_KINDS: z.string().default(TASK_KINDS.join(',')),
+  WORKER_CONCURRENCY: positiveInt('WORKER_CONCURRENCY', 256).default(2),
+  WEBHOOK_TIMEOUT_MS: positiveInt('WEBHOOK_TIMEOUT_MS', 120_000).default(10_000),
+  WEBHOOK_RETRY_DELAYS_MS: z.string().default(DEFAULT_RETRY_DELAYS),
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS').default(false),
+  ADMIN_USER: z.string().min(1).optional(),
+  ADMIN_PASSWORD: z.string().min(1).optional(),
+  TASK_COST_VIDEO: positiveInt('TASK_COST_VIDEO', 1_000_000).default(10),
+  TASK_COST_IMAGE: positiveInt('TASK_COST_IMAGE', 1_000_000).default(2),
+  TASK_COST_FACE: positiveInt('TASK_COST_FACE', 1_000_000).default(1),
+  RATE_LIMIT_PAID_PER_MINUTE: positiveInt('RATE_LIMIT_PAID_PER_MINUTE').default(300),
+  RATE_LIMIT_PAID_PER_DAY: positiveInt('RATE_LIMIT_PAID_PER_DAY').default(100_000),
+  RATE_LIMIT_TRIAL_PER_MINUTE: positiveInt('RATE_LIMIT_TRIAL_PER_MINUTE').default(20),
+  RATE_LIMIT_TRIAL_PER_DAY: positiveInt('RATE_LIMIT_TRIAL_PER_DAY').default(1000),
+  LOGIN_MAX_FAILURES_PER_EMAIL: positiveInt('LOGIN_MAX_FAILURES_PER_EMAIL').default(10),
+  LOGIN_MAX_ATTEMPTS_PER_IP: positiveInt('LOGIN_MAX_ATTEMPTS_PER_IP').default(100),
+  DATABASE_POOL_SIZE: positiveInt('DATABASE_POOL_SIZE', 500).default(10),
+  DEV_SECRETS_FILE: z.string().min(1).default('.dev-secrets.json'),
+});
+
+/** The parsed, frozen configuration of a process. Built once by `loadConfig`. */
+export interface Config {
+  nodeEnv: 'development' | 'production' | 'test';
+  databaseUrl: string;
+  redisUrl: string;
+  port: number;
+  host: string;
+  /** Base URL used for absolute links (file URLs, Location); derived from the request when unset. */
+  publicBaseUrl: string | undefined;
+  trustProxy: boolean | number;
+  jwtSecret: string;
+  /** 32-byte AES-256-GCM key for API keys and webhook secrets at rest. */
+  secretsKey: Buffer;
+  filesDir: string;
+  logLevel: 'error' | 'warn' | 'info' | 'http' | 'debug' | 'silent';
+  workerKinds: readonly TaskKindName[];
+  workerConcurrency: number;
+  webhookTimeoutMs: number;
+  /** Delay before each retry, measured from the previous attempt. */
+  webhookRetryDelaysMs: readonly number[];
+  webhookAllowPrivateNetworks: boolean;
+  admin: { user: string; password: string } | undefined;
+  /** Credits charged per task kind. */
+  taskCosts: Readonly<Record<TaskKindName, number>>;
+  rateLimits: Readonly<Record<KeyType, RateLimitPolicy>>;
+  login: { maxFailuresPerEmail: number; maxAttemptsPerIp: number };
+  databasePoolSize: number;
+  /** Non-fatal remarks made while loading (e.g. generated development secrets); log them at start. */
+  warnings: readonly string[];
+}
+
+function parseList<T>(raw: string, name: string, item: (s: string) => T | undefined): T[] {
+  const parts = raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const out: T[] = [];
+  for (const p of parts) {
+    const v = item(p);
+    if (v === undefined) throw new ConfigError(`${name}: "${p}" is not valid`);
+    out.push(v);
+  }
+  if (out.length === 0) throw new ConfigError(`${name} must not be empty`);
+  return out;
+}
+
+interface DevSecrets {
+  JWT_SECRET: string;
+  SECRETS_KEY: string;
+}
+
+/**
+ * Development only: secrets generated once and kept in a git-ignored file, so that every local
+ * process (api, worker, dispatcher) and every restart share them.
+ */
+function devSecrets(file: string): DevSecrets {
+  const abs = path.resolve(file);
+  const fresh: DevSecrets = {
+    JWT_SECRET: randomBytes(48).toString('base64url'),
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+  };
+  try {
+    fs.writeFileSync(abs, JSON.stringify(fresh, null, 2), { flag: 'wx', mode: 0o600 });
+    return fresh;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const stored = JSON.parse(fs.readFileSync(abs, 'utf8')) as Partial<DevSecrets>;
+  if (!stored.JWT_SECRET || !stored.SECRETS_KEY) throw new ConfigError(`${abs} is incomplete; delete it to regenerate`);
+  return { JWT_SECRET: stored.JWT_SECRET, SECRETS_KEY: stored.SECRETS_KEY };
+}
+
+/**
+ * Parses and validates the environment. Throws `ConfigError` naming each bad variable.
+ * Call once per process (in `main.ts`) and pass the result down.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const cleaned: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') cleaned[k] = v;
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  const warnings: string[] = [];
+
+  let jwtSecret = e.JWT_SECRET;
+  let secretsKey = e.SECRETS_KEY;
+  if (!jwtSecret || !secretsKey) {
+    if (e.NODE_ENV === 'production') {
+      const missing = [!jwtSecret && 'JWT_SECRET', !secretsKey && 'SECRETS_KEY'].filter(Boolean).join(', ');
+      throw new ConfigError(`Invalid configuration:\n  ${missing}: required when NODE_ENV=production`);
+    }
+    const generated = devSecrets(e.DEV_SECRETS_FILE);
+    if (!jwtSecret) {
+      jwtSecret = generated.JWT_SECRET;
+      warnings.push(`JWT_SECRET is not set; using a generated development secret from ${e.DEV_SECRETS_FILE}`);
+    }
+    if (!secretsKey) {
+      secretsKey = generated.SECRETS_KEY;
+      warnings.push(`SECRETS_KEY is not set; using a generated development key from ${e.DEV_SECRETS_FILE}`);
+    }
+  }
+
+  const admin =
+    e.ADMIN_USER && e.ADMIN_PASSWORD ? { user: e.ADMIN_USER, password: e.ADMIN_PASSWORD } : undefined;
+  if ((e.ADMIN_USER === undefined) !== (e.ADMIN_PASSWORD === undefined)) {
+    throw new ConfigError('Invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
+  }
+
+  const kinds = parseList(e.WORKER_KINDS, 'WORKER_KINDS', (s) =>
+    (TASK_KINDS as readonly string[]).includes(s) ? (s as TaskKindName) : undefined,
+  );
+  const delays = parseList(e.WEBHOOK_RETRY_DELAYS_MS, 'WEBHOOK_RETRY_DELAYS_MS', (s) =>
+    /^\d+$/.test(s) ? Number(s) : undefined,
+  );
+
+  const trustProxy = e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : Number(e.TRUST_PROXY);
+
+  const config: Config = {
+    nodeEnv: e.NODE_ENV,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    port: e.PORT,
+    host: e.HOST,
+    publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
+    trustProxy,
+    jwtSecret,
+    secretsKey: Buffer.from(secretsKey, 'base64'),
+    filesDir: path.resolve(e.FILES_DIR),
+    logLevel: e.LOG_LEVEL,
+    workerKinds: Object.freeze([...new Set(kinds)]),
+    workerConcurrency: e.WORKER_CONCURRENCY,
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    webhookRetryDelaysMs: Object.freeze(delays),
+    webhookAllowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    admin,
+    taskCosts: Object.freeze({
+      'video-generation': e.TASK_COST_VIDEO,
+      'image-generation': e.TASK_COST_IMAGE,
+      'face-detection': e.TASK_COST_FACE,
+    }),
+    rateLimits: Object.freeze({
+      paid: Object.freeze({ perMinute: e.RATE_LIMIT_PAID_PER_MINUTE, perDay: e.RATE_LIMIT_PAID_PER_DAY }),
+      trial: Object.freeze({ perMinute: e.RATE_LIMIT_TRIAL_PER_MINUTE, perDay: e.RATE_LIMIT_TRIAL_PER_DAY }),
+    }),
+    login: { maxFailuresPerEmail: e.LOGIN_MAX_FAILURES_PER_EMAIL, maxAttemptsPerIp: e.LOGIN_MAX_ATTEMPTS_PER_IP },
+    databasePoolSize: e.DATABASE_POOL_SIZE,
+    warnings: Object.freeze(warnings),
+  };
+  return Object.freeze(config);
+}
+
+/**
+ * Only `DATABASE_URL`, for tools that need nothing else (the migration step runs before any
+ * service secrets exist).
+ */
+export function loadDatabaseUrl(env: NodeJS.ProcessEnv = process.env): string {
+  const parsed = envSchema.shape.DATABASE_URL.safeParse(env.DATABASE_URL || undefined);
+  if (!parsed.success) throw new ConfigError(`Invalid configuration:\n  DATABASE_URL: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  return parsed.data;
+}

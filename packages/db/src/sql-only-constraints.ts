@@ -1,0 +1,28 @@
+/**
+ * Rules enforced by the database that the Prisma schema language cannot express (CHECK constraints).
+ * They are created in migration SQL; the migration test asserts each exists with this definition.
+ */
+export const SQL_ONLY_CONSTRAINTS: ReadonlyArray<{ table: string; name: string; check: string }> = [
+  { table: 'accounts', name: 'accounts_paid_balance_non_negative', check: 'paid_balance >= 0' },
+  { table: 'accounts', name: 'accounts_email_lower_case', check: 'email = lower(email)' },
+  { table: 'trial_grants', name: 'trial_grants_quota_total_positive', check: 'quota_total > 0' },
+  {
+    table: 'trial_grants',
+    name: 'trial_grants_quota_remaining_in_range',
+    check: 'quota_remaining >= 0 AND quota_remaining <= quota_total',
+  },
+  { table: 'api_keys', name: 'api_keys_grant_matches_type', check: "(type = 'trial') = (grant_id IS NOT NULL)" },
+  { table: 'tasks', name: 'tasks_status_known', check: 'status IN (0, 10, 20, 30, 40)' },
+  { table: 'tasks', name: 'tasks_cost_non_negative', check: 'cost >= 0' },
+  {
+    table: 'credit_ledger',
+    name: 'credit_ledger_amount_sign',
+    check: "(entry_type = 'charge' AND amount < 0) OR (entry_type <> 'charge' AND amount > 0)",
+  },
+  {
+    table: 'credit_ledger',
+    name: 'credit_ledger_task_entries_have_task',
+    check: "(entry_type IN ('charge', 'refund')) = (task_id IS NOT NULL)",
+  },
+  { table: 'webhook_deliveries', name: 'webhook_deliveries_task_status_terminal', check: 'task_status IN (20, 30)' },
+];

@@ -1,0 +1,97 @@
+import { TaskStatus, type TaskErrorCode } from './task-rules';
+
+/** The subset of pg's Pool/Client this module needs. */
+export interface Queryable {
+  query<R extends object = Record<string, unknown>>(config: { name?: string; text: string; values?: unknown[] }): Promise<{ rows: R[]; rowCount: number | null }>;
+}
+
+export type FinishTaskInput =
+  | { status: typeof TaskStatus.completed; result: unknown; files?: unknown[] }
+  | { status: typeof TaskStatus.failed; errorCode: TaskErrorCode }
+  | { status: typeof TaskStatus.cancelled };
+
+export interface FinishedTask {
+  id: string;
+  public_id: string;
+  account_id: string;
+  status: number;
+  /** Credits returned by this transition (0 when none). */
+  refunded: number;
+  /** The webhook outbox row written by this transition, if any. */
+  delivery_id: string | null;
+}
+
+// One statement, so one implicit transaction and one round trip:
+//  - the status change only happens from a non-terminal state (terminal at most once);
+//  - failed and cancelled tasks are refunded through a ledger row that is unique per task
+//    (ON CONFLICT DO NOTHING), and the balance moves only when that row was inserted;
+//  - completed and failed tasks with a callback_url get their webhook delivery row (outbox).
+const FINISH_TASK_SQL = `
+WITH t AS (
+  UPDATE tasks
+     SET status = $3,
+         error_code = $4,
+         result = $5::json,
+         files = COALESCE($6::jsonb, files),
+         finished_at = now()
+   WHERE public_id = $1
+     AND ($2::text IS NULL OR account_id = $2)
+     AND status IN (0, 10)
+  RETURNING id, public_id, account_id, grant_id, cost, callback_url, status
+),
+refund AS (
+  INSERT INTO credit_ledger (account_id, grant_id, task_id, entry_type, amount)
+  SELECT account_id, grant_id, id, 'refund', cost FROM t WHERE t.status IN (30, 40) AND t.cost > 0
+  ON CONFLICT (task_id, entry_type) DO NOTHING
+  RETURNING account_id, grant_id, amount
+),
+paid AS (
+  UPDATE accounts a SET paid_balance = a.paid_balance + r.amount
+    FROM refund r WHERE r.grant_id IS NULL AND a.id = r.account_id
+  RETURNING a.id
+),
+trial AS (
+  UPDATE trial_grants g SET quota_remaining = g.quota_remaining + r.amount
+    FROM refund r WHERE g.id = r.grant_id
+  RETURNING g.id
+),
+delivery AS (
+  INSERT INTO webhook_deliveries (id, task_id, account_id, url, task_status, next_attempt_at)
+  SELECT $7, id, account_id, callback_url, status, now() FROM t
+   WHERE t.status IN (20, 30) AND t.callback_url IS NOT NULL
+  RETURNING id
+)
+SELECT t.id, t.public_id, t.account_id, t.status,
+       COALESCE((SELECT amount FROM refund), 0)::int AS refunded,
+       (SELECT id FROM delivery) AS delivery_id
+  FROM t`;
+
+/**
+ * Moves a task to a terminal state exactly once, refunding (failed, cancelled) and writing the
+ * webhook outbox row (completed, failed with a callback_url) in the same statement.
+ * Returns null when the task is unknown (for `accountId`) or already terminal.
+ *
+ * @param deliveryId id for the outbox row, used only when one is written (`whd_...`).
+ */
+export async function finishTask(
+  db: Queryable,
+  publicId: string,
+  accountId: string | null,
+  input: FinishTaskInput,
+  deliveryId: string,
+): Promise<FinishedTask | null> {
+  const { rows } = await db.query<FinishedTask>({
+    name: 'finish-task',
+    text: FINISH_TASK_SQL,
+    values: [
+      publicId,
+      accountId,
+      input.status,
+      input.status === TaskStatus.failed ? input.errorCode : null,
+      input.status === TaskStatus.completed ? JSON.stringify(input.result ?? null) : null,
+      input.status === TaskStatus.completed && input.files ? JSON.stringify(input.files) : null,
+      deliveryId,
+    ],
+  });
+  return rows[0] ?? null;
+}

@@ -1,0 +1,31 @@
+import { randomBase62 } from '@taskapi/crypto';
+
+/** Prefixes of every externally visible id. */
+export const ID_PREFIXES = {
+  account: 'acct',
+  grant: 'grant',
+  key: 'key',
+  task: 'task',
+  delivery: 'whd',
+  request: 'req',
+  session: 'ses',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+/** 22 base62 characters: about 131 random bits. */
+const BODY_LENGTH = 22;
+
+/** A new prefixed id, e.g. `task_3kT9...`. */
+export function newId(kind: IdKind): string {
+  return `${ID_PREFIXES[kind]}_${randomBase62(BODY_LENGTH)}`;
+}
+
+const patterns = Object.fromEntries(
+  Object.entries(ID_PREFIXES).map(([kind, prefix]) => [kind, new RegExp(`^${prefix}_[A-Za-z0-9]{${BODY_LENGTH}}$`)]),
+) as Record<IdKind, RegExp>;
+
+/** True when `value` is shaped like an id of this kind (no database lookup). */
+export function isId(kind: IdKind, value: string): boolean {
+  return patterns[kind].test(value);
+}

@@ -1,0 +1,11 @@
+export {
+  TASK_QUEUES,
+  WEBHOOK_QUEUE,
+  taskJobSchema,
+  webhookJobSchema,
+  taskJobId,
+  deliveryJobId,
+} from './catalog';
+export type { TaskJob, WebhookJob, QueueDefinition } from './catalog';
+export { createTaskQueues, closeQueues } from './task-queues';
+export type { TaskQueues } from './task-queues';

@@ -1,0 +1,31 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { TASK_KINDS, type TaskKind } from '@taskapi/domain';
+import { TASK_QUEUES, taskJobId, type TaskJob } from './catalog';
+
+export interface TaskQueues {
+  queues: Readonly<Record<TaskKind, Queue<TaskJob>>>;
+  /** Adds the task's job (idempotent: the job id is the task's public id). */
+  enqueue(kind: TaskKind, publicId: string): Promise<void>;
+}
+
+/** Producer-side queues of every task kind, sharing one Redis connection. */
+export function createTaskQueues(connection: Redis): TaskQueues {
+  const queues = Object.fromEntries(
+    TASK_KINDS.map((kind) => {
+      const def = TASK_QUEUES[kind];
+      return [kind, new Queue<TaskJob>(def.name, { connection, defaultJobOptions: def.defaultJobOptions })];
+    }),
+  ) as Record<TaskKind, Queue<TaskJob>>;
+  return {
+    queues,
+    async enqueue(kind, publicId) {
+      const data = TASK_QUEUES[kind].schema.parse({ public_id: publicId });
+      await queues[kind].add(kind, data, { jobId: taskJobId(publicId) });
+    },
+  };
+}
+
+export async function closeQueues(queues: Iterable<Queue>): Promise<void> {
+  await Promise.all([...queues].map((q) => q.close()));
+}

@@ -1,0 +1,10 @@
+// Prisma CLI configuration (tooling only; the services read DATABASE_URL through @taskapi/config).
+import { defineConfig } from 'prisma/config';
+
+export default defineConfig({
+  schema: 'prisma/schema.prisma',
+  migrations: { path: 'prisma/migrations' },
+  datasource: {
+    url: process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/taskapi',
+  },
+});

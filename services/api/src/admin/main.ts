@@ -1,0 +1,117 @@
+// Operator CLI: `npm run admin -- <command> [options]`. Prints one JSON object on stdout; on bad
+// input prints a message on stderr and exits non-zero (2: usage, 1: refused or failed).
+import { parseArgs } from 'node:util';
+import { loadConfig } from '@taskapi/config';
+import { createDatabase } from '@taskapi/db';
+import { HttpError } from '../http/errors';
+import { addCredits, createAccount, grantTrial } from '../domain/accounts';
+
+const USAGE = `Usage: npm run admin -- <command> [options]
+
+Commands:
+  create-account --email E --password P [--credits N]
+  add-credits    --email E --amount N
+  grant-trial    --email E --quota N (--expires-in-days D | --expires-at ISO8601)`;
+
+class UsageError extends Error {}
+
+function wholeNumber(name: string, value: string | undefined, min: number): number {
+  if (value === undefined) throw new UsageError(`--${name} is required`);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value)) || Number(value) < min) {
+    throw new UsageError(`--${name} must be a whole number of at least ${min}`);
+  }
+  return Number(value);
+}
+
+function required(name: string, value: string | undefined): string {
+  if (value === undefined || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+const OPTIONS = {
+  email: { type: 'string' },
+  password: { type: 'string' },
+  credits: { type: 'string' },
+  amount: { type: 'string' },
+  quota: { type: 'string' },
+  'expires-in-days': { type: 'string' },
+  'expires-at': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const ALLOWED: Record<string, ReadonlyArray<keyof typeof OPTIONS>> = {
+  'create-account': ['email', 'password', 'credits'],
+  'add-credits': ['email', 'amount'],
+  'grant-trial': ['email', 'quota', 'expires-in-days', 'expires-at'],
+};
+
+async function run(argv: string[]): Promise<unknown> {
+  const [command, ...rest] = argv;
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+    return undefined;
+  }
+  const allowed = ALLOWED[command];
+  if (!allowed) throw new UsageError(`unknown command "${command}"`);
+  let values: Partial<Record<keyof typeof OPTIONS, string | boolean>>;
+  try {
+    ({ values } = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  for (const name of Object.keys(values)) {
+    if (!allowed.includes(name as keyof typeof OPTIONS)) throw new UsageError(`--${name} does not apply to ${command}`);
+  }
+  const opt = (name: keyof typeof OPTIONS) => values[name] as string | undefined;
+
+  // Validate everything before touching the database.
+  let action: (db: ReturnType<typeof createDatabase>, secretsKey: Buffer) => Promise<unknown>;
+  const email = required('email', opt('email'));
+  if (command === 'create-account') {
+    const password = required('password', opt('password'));
+    const credits = opt('credits') === undefined ? 0 : wholeNumber('credits', opt('credits'), 0);
+    action = (db, key) => createAccount(db.prisma, key, { email, password, credits });
+  } else if (command === 'add-credits') {
+    const amount = wholeNumber('amount', opt('amount'), 1);
+    action = (db) => addCredits(db.prisma, email, amount);
+  } else {
+    const quota = wholeNumber('quota', opt('quota'), 1);
+    const days = opt('expires-in-days');
+    const at = opt('expires-at');
+    if ((days === undefined) === (at === undefined)) throw new UsageError('give exactly one of --expires-in-days or --expires-at');
+    let expiresAt: Date;
+    if (days !== undefined) {
+      expiresAt = new Date(Date.now() + wholeNumber('expires-in-days', days, 1) * 86_400_000);
+    } else {
+      if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$/.test(at as string)) {
+        throw new UsageError('--expires-at must be an ISO 8601 date or date-time');
+      }
+      expiresAt = new Date(at as string);
+      if (Number.isNaN(expiresAt.getTime())) throw new UsageError('--expires-at is not a valid date');
+    }
+    action = (db) => grantTrial(db.prisma, email, quota, expiresAt);
+  }
+
+  const config = loadConfig();
+  const db = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'taskapi-admin' });
+  try {
+    return await action(db, config.secretsKey);
+  } finally {
+    await db.close();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (result) => {
+    if (result !== undefined) process.stdout.write(`${JSON.stringify(result)}\n`);
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n\n${USAGE}\n`);
+      process.exit(2);
+    }
+    const message = err instanceof HttpError ? err.message : err instanceof Error ? err.message : String(err);
+    process.stderr.write(`error: ${message}\n`);
+    process.exit(1);
+  },
+);

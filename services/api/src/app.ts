@@ -1,0 +1,36 @@
+import express from 'express';
+import type { ApiDeps } from './deps';
+import { errorHandler, notFoundHandler } from './http/error-handler';
+import { observe } from './http/observe';
+import { securityHeaders } from './http/security-headers';
+import { sessionAuth } from './http/session-auth';
+import { accountRoutes } from './routes/account';
+import { authRoutes } from './routes/auth';
+import { docsRoutes } from './routes/docs';
+import { healthRoutes } from './routes/health';
+import { keyRoutes } from './routes/keys';
+import { taskRoutes } from './routes/tasks';
+
+/** Builds the API's Express app from its dependencies (no listening, no globals: tests build many). */
+export function createApp(deps: ApiDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  // JSON responses are small and uncacheable; computing ETags would only cost CPU.
+  app.set('etag', false);
+  app.set('trust proxy', deps.config.trustProxy);
+
+  app.use(observe(deps.logger, deps.metrics));
+  app.use(securityHeaders);
+  app.use(healthRoutes(deps));
+  app.use(docsRoutes());
+
+  app.use('/api/tasks', taskRoutes(deps));
+  app.use('/api/auth', authRoutes(deps));
+  const requireSession = sessionAuth({ sessions: deps.sessions, prisma: deps.db.prisma, publicBaseUrl: deps.config.publicBaseUrl });
+  app.use('/api/keys', keyRoutes(deps, requireSession));
+  app.use('/api', accountRoutes(deps, requireSession));
+
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

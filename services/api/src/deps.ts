@@ -1,0 +1,69 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '@taskapi/config';
+import { createDatabase, type Database } from '@taskapi/db';
+import type { Logger } from '@taskapi/logger';
+import { closeQueues, createTaskQueues, type TaskQueues } from '@taskapi/queue';
+import { KeyCache } from './domain/key-cache';
+import { RateLimiter } from './domain/rate-limit';
+import { SessionService } from './domain/sessions';
+import { ApiKeyVerifier } from './domain/verify-api-key';
+import { createMetrics, type ApiMetrics } from './infra/metrics';
+import { createRedis, waitForRedis } from './infra/redis';
+
+/** Everything the API's routes need, built once per process (or per test app). */
+export interface ApiDeps {
+  config: Config;
+  logger: Logger;
+  db: Database;
+  /** Commands: rate limits, revocation markers, sessions, login throttle. Fails fast when down. */
+  redis: Redis;
+  /** Dedicated pub/sub connection for key revocations. */
+  subscriber: Redis;
+  /** BullMQ producer connection. */
+  queueRedis: Redis;
+  taskQueues: TaskQueues;
+  verifier: ApiKeyVerifier;
+  rateLimiter: RateLimiter;
+  sessions: SessionService;
+  metrics: ApiMetrics;
+  close(): Promise<void>;
+}
+
+export async function createApiDeps(config: Config, logger: Logger, opts: { defaultMetrics?: boolean } = {}): Promise<ApiDeps> {
+  const db = createDatabase({
+    url: config.databaseUrl,
+    poolSize: config.databasePoolSize,
+    applicationName: 'taskapi-api',
+    onPoolError: (err) => logger.warn('idle database connection failed', { error: err }),
+  });
+  const redis = createRedis(config.redisUrl, 'taskapi-api');
+  const subscriber = createRedis(config.redisUrl, 'taskapi-api-sub', { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
+  const queueRedis = createRedis(config.redisUrl, 'taskapi-api-queue', { commandTimeout: 5_000 });
+  for (const [name, client] of [['commands', redis], ['subscriber', subscriber], ['queue', queueRedis]] as const) {
+    client.on('error', (err: Error) => logger.warn('redis connection error', { connection: name, error: err.message }));
+  }
+  await Promise.all([waitForRedis(redis), waitForRedis(queueRedis)]);
+
+  const keyCache = new KeyCache();
+  await keyCache.listen(subscriber, logger);
+  const taskQueues = createTaskQueues(queueRedis);
+
+  return {
+    config,
+    logger,
+    db,
+    redis,
+    subscriber,
+    queueRedis,
+    taskQueues,
+    verifier: new ApiKeyVerifier(db.pool, keyCache, logger),
+    rateLimiter: new RateLimiter(redis),
+    sessions: new SessionService(config.jwtSecret, redis),
+    metrics: createMetrics(opts),
+    async close() {
+      await closeQueues(Object.values(taskQueues.queues));
+      await Promise.allSettled([redis.quit(), subscriber.quit(), queueRedis.quit()]);
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import type { PrismaClient } from '@taskapi/db';
+import { isUniqueViolation } from '@taskapi/db';
+import { encryptSecret, generateWebhookSecret, hashPassword } from '@taskapi/crypto';
+import { newId } from '@taskapi/ids';
+import { badRequest, conflict, notFound } from '../http/errors';
+
+// Deliberately simple: one @, no spaces, a dot in the domain. Deliverability is the operator's job.
+const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export const MIN_PASSWORD_LENGTH = 8;
+export const MAX_PASSWORD_LENGTH = 1024;
+
+/** Lower-cased, trimmed e-mail, or a 400 when it is not an address. */
+export function normalizeEmail(email: string): string {
+  const e = email.trim().toLowerCase();
+  if (e.length > 254 || !EMAIL_PATTERN.test(e)) throw badRequest('email must be a valid e-mail address.');
+  return e;
+}
+
+/** Associated data binding an account's encrypted webhook secret to that account. */
+export function webhookSecretContext(accountId: string): string {
+  return `webhook-secret:${accountId}`;
+}
+
+export interface CreatedAccount {
+  account_id: string;
+  email: string;
+  paid_balance: number;
+}
+
+export async function createAccount(
+  prisma: PrismaClient,
+  secretsKey: Buffer,
+  input: { email: string; credits?: number } & ({ password: string } | { passwordHash: string }),
+): Promise<CreatedAccount> {
+  const email = normalizeEmail(input.email);
+  const credits = input.credits ?? 0;
+  if (!Number.isSafeInteger(credits) || credits < 0) throw badRequest('credits must be a whole number of at least 0.');
+  let passwordHash: string;
+  if ('password' in input) {
+    if (input.password.length < MIN_PASSWORD_LENGTH || input.password.length > MAX_PASSWORD_LENGTH) {
+      throw badRequest(`password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`);
+    }
+    passwordHash = await hashPassword(input.password);
+  } else {
+    passwordHash = input.passwordHash;
+  }
+  const id = newId('account');
+  try {
+    await prisma.$transaction(async (tx) => {
+      await tx.account.create({
+        data: {
+          id,
+          email,
+          passwordHash,
+          paidBalance: credits,
+          webhookSecretCiphertext: encryptSecret(secretsKey, generateWebhookSecret(), webhookSecretContext(id)),
+        },
+      });
+      if (credits > 0) await tx.creditLedgerEntry.create({ data: { accountId: id, entryType: 'topup', amount: credits } });
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict('An account with this e-mail already exists.');
+    throw err;
+  }
+  return { account_id: id, email, paid_balance: credits };
+}
+
+async function accountIdByEmail(prisma: PrismaClient, email: string): Promise<string> {
+  const account = await prisma.account.findUnique({ where: { email: normalizeEmail(email) }, select: { id: true } });
+  if (!account) throw notFound('No account with this e-mail.');
+  return account.id;
+}
+
+/** Adds paid credits (with a ledger row, in one transaction); returns the new balance. */
+export async function addCredits(prisma: PrismaClient, email: string, amount: number): Promise<{ paid_balance: number }> {
+  if (!Number.isSafeInteger(amount) || amount < 1) throw badRequest('amount must be a whole number of at least 1.');
+  const accountId = await accountIdByEmail(prisma, email);
+  return prisma.$transaction(async (tx) => {
+    const account = await tx.account.update({
+      where: { id: accountId },
+      data: { paidBalance: { increment: amount } },
+      select: { paidBalance: true },
+    });
+    await tx.creditLedgerEntry.create({ data: { accountId, entryType: 'topup', amount } });
+    return { paid_balance: account.paidBalance };
+  });
+}
+
+/** Grants an expiring trial quota (with a ledger row, in one transaction). */
+export async function grantTrial(
+  prisma: PrismaClient,
+  email: string,
+  quota: number,
+  expiresAt: Date,
+): Promise<{ grant_id: string; quota: number; expires_at: string }> {
+  if (!Number.isSafeInteger(quota) || quota < 1) throw badRequest('quota must be a whole number of at least 1.');
+  if (Number.isNaN(expiresAt.getTime())) throw badRequest('expires_at must be a valid date.');
+  if (expiresAt.getTime() <= Date.now()) throw badRequest('expires_at must be in the future.');
+  const accountId = await accountIdByEmail(prisma, email);
+  const id = newId('grant');
+  await prisma.$transaction(async (tx) => {
+    await tx.trialGrant.create({ data: { id, accountId, quotaTotal: quota, quotaRemaining: quota, expiresAt } });
+    await tx.creditLedgerEntry.create({ data: { accountId, grantId: id, entryType: 'trial_grant', amount: quota } });
+  });
+  return { grant_id: id, quota, expires_at: expiresAt.toISOString() };
+}

@@ -1,0 +1,27 @@
+import type { Redis } from 'ioredis';
+
+/** Pub/sub channel on which API replicas hear about revoked keys (message: the key's hash). */
+export const KEY_EVENTS_CHANNEL = 'taskapi:api-key-revoked';
+
+// The marker outlives any cached copy of the key (KeyCache.maxAgeMs) by a wide margin.
+const MARKER_TTL_SECONDS = 24 * 3600;
+
+/** Shares the rate-limit keys' hash tag, so the rate-limit script can read it in the same slot. */
+export function revokedMarkerKey(keyId: string): string {
+  return `taskapi:apikey:{${keyId}}:revoked`;
+}
+
+/**
+ * Makes a revocation visible to every API replica before the revoking request returns:
+ *  - the marker is checked by the rate-limit script on every key-authenticated request, so the very
+ *    next request anywhere is refused even if a replica still holds the key in its cache;
+ *  - the pub/sub message evicts the key from every replica's cache.
+ * Call after the revocation has committed in PostgreSQL.
+ */
+export async function announceRevocation(redis: Redis, keys: ReadonlyArray<{ id: string; keyHash: string }>): Promise<void> {
+  if (keys.length === 0) return;
+  const multi = redis.multi();
+  for (const k of keys) multi.set(revokedMarkerKey(k.id), '1', 'EX', MARKER_TTL_SECONDS);
+  for (const k of keys) multi.publish(KEY_EVENTS_CHANNEL, k.keyHash);
+  await multi.exec();
+}

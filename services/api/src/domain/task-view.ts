@@ -1,0 +1,63 @@
+/** A task row as the queries in task-queries.ts select it: JSON columns arrive as source text. */
+export interface TaskRow {
+  id: string;
+  public_id: string;
+  kind: string;
+  status: number;
+  error_code: string | null;
+  input: string;
+  payload: string | null;
+  callback_url: string | null;
+  cost: number;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  result: string | null;
+  files: string;
+}
+
+interface StoredFile {
+  name: string;
+  content_type: string;
+  size: number;
+}
+
+const iso = (d: Date | null) => (d ? JSON.stringify(d.toISOString()) : 'null');
+
+/** URL of a task's file; `base` is the server's origin. */
+export function fileUrl(base: string, publicId: string, name: string): string {
+  return `${base}/api/tasks/${publicId}/files/${encodeURIComponent(name)}`;
+}
+
+/**
+ * The public task JSON. Built as text so that `payload` (and `input`/`result`) are emitted exactly
+ * as stored, never re-serialized.
+ */
+export function renderTask(row: TaskRow, base: string): string {
+  const files = (JSON.parse(row.files) as StoredFile[]).map((f) => ({
+    name: f.name,
+    content_type: f.content_type,
+    size: f.size,
+    url: fileUrl(base, row.public_id, f.name),
+  }));
+  return (
+    `{"public_id":${JSON.stringify(row.public_id)}` +
+    `,"kind":${JSON.stringify(row.kind)}` +
+    `,"status":${row.status}` +
+    `,"error_code":${row.error_code === null ? 'null' : JSON.stringify(row.error_code)}` +
+    `,"input":${row.input}` +
+    `,"payload":${row.payload ?? 'null'}` +
+    `,"callback_url":${row.callback_url === null ? 'null' : JSON.stringify(row.callback_url)}` +
+    `,"cost":${row.cost}` +
+    `,"created_at":${iso(row.created_at)}` +
+    `,"started_at":${iso(row.started_at)}` +
+    `,"finished_at":${iso(row.finished_at)}` +
+    `,"result":${row.result ?? 'null'}` +
+    `,"files":${JSON.stringify(files)}}`
+  );
+}
+
+/** The stored file list of a task row. */
+export function taskFiles(row: Pick<TaskRow, 'files'>): StoredFile[] {
+  return JSON.parse(row.files) as StoredFile[];
+}

@@ -1,0 +1,84 @@
+import type { Request, RequestHandler } from 'express';
+import type { PrismaClient } from '@taskapi/db';
+import { HttpError, ServiceUnavailableError } from './errors';
+import { locals } from './request-context';
+import type { SessionService } from '../domain/sessions';
+
+// Exact messages promised to customers (DESIGN §3).
+export const SESSION_ONLY = 'This endpoint requires a login session. API keys are not accepted.';
+export const LOGIN_REQUIRED = 'Login required.';
+export const CROSS_SITE_REFUSED = 'Cross-site request refused.';
+
+export const SESSION_COOKIE = 'session';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The value of one cookie from the Cookie header. */
+export function readCookie(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq === -1) continue;
+    if (part.slice(0, eq).trim() === name) {
+      const value = part.slice(eq + 1).trim();
+      try {
+        return decodeURIComponent(value);
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * True when a browser says the request comes from our own pages: `Sec-Fetch-Site` when sent,
+ * otherwise `Origin` must equal this server's origin. Neither header: not a browser we can trust.
+ */
+export function isSameOrigin(req: Request, publicBaseUrl: string | undefined): boolean {
+  const site = req.get('sec-fetch-site');
+  if (site) return site === 'same-origin' || site === 'none';
+  const origin = req.get('origin');
+  if (!origin) return false;
+  const expected = publicBaseUrl ? new URL(publicBaseUrl).origin : `${req.protocol}://${req.get('host') ?? ''}`;
+  return origin === expected;
+}
+
+/**
+ * Console authentication: `Authorization: Bearer <jwt>` or the `session` cookie. Requests carrying
+ * `X-Api-Key` are refused outright. Cookie-authenticated state changes must be same-origin.
+ */
+export function sessionAuth(deps: { sessions: SessionService; prisma: PrismaClient; publicBaseUrl: string | undefined }): RequestHandler {
+  return async (req, res, next) => {
+    if (req.get('x-api-key') !== undefined) throw new HttpError(401, SESSION_ONLY);
+    const authorization = req.get('authorization');
+    let token: string | undefined;
+    let viaCookie = false;
+    if (authorization !== undefined) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+      if (!m) throw new HttpError(401, LOGIN_REQUIRED);
+      token = m[1];
+    } else {
+      token = readCookie(req, SESSION_COOKIE);
+      viaCookie = token !== undefined;
+    }
+    if (!token || token.length > 4096) throw new HttpError(401, LOGIN_REQUIRED);
+
+    let session;
+    try {
+      session = await deps.sessions.verify(token);
+    } catch (err) {
+      throw new ServiceUnavailableError('redis', err);
+    }
+    if (!session) throw new HttpError(401, LOGIN_REQUIRED);
+    const account = await deps.prisma.account.findUnique({ where: { id: session.accountId }, select: { email: true } });
+    if (!account) throw new HttpError(401, LOGIN_REQUIRED);
+
+    if (viaCookie && !SAFE_METHODS.has(req.method) && !isSameOrigin(req, deps.publicBaseUrl)) {
+      throw new HttpError(403, CROSS_SITE_REFUSED);
+    }
+    locals(res).session = { ...session, email: account.email, viaCookie };
+    next();
+  };
+}
