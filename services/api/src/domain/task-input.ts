@@ -39,7 +39,7 @@ const intInRange = (min: number, max: number) =>
 const common = {
   callback_url: httpsUrl.nullish(),
   // Any JSON value; the stored form is the source text (see json-member-text.ts).
-  payload: z.unknown(),
+  payload: z.unknown().optional(),
 };
 
 const bodyError = { error: 'must be a JSON object' };
