@@ -24,8 +24,8 @@ const SENSITIVE = new Set([
 ]);
 
 const REDACTED = '[redacted]';
-/** Anything shaped like one of our API keys or webhook secrets, wherever it appears in a string. */
-const SECRET_PATTERN = /\b(sk-(?:live|test)-)[A-Za-z0-9]{8,}|\bwhsec_[A-Za-z0-9+/=]{8,}/g;
+/** Anything shaped like one of our API keys (not just its 8-character prefix) or webhook secrets. */
+const SECRET_PATTERN = /\b(sk-(?:live|test)-)[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9+/=]{8,}/g;
 
 function scrubString(s: string): string {
   return s.replace(SECRET_PATTERN, (m, keyPrefix: string | undefined) => (keyPrefix ? `${keyPrefix}${REDACTED}` : `whsec_${REDACTED}`));
@@ -59,15 +59,17 @@ export interface LoggerOptions {
   /** The process name written on every line (`api`, `worker`, `webhook-dispatcher`, `admin`). */
   service: string;
   level?: 'error' | 'warn' | 'info' | 'http' | 'debug' | 'silent';
+  /** Where lines go; stdout by default. */
+  stream?: NodeJS.WritableStream;
 }
 
 /** A winston logger writing one JSON object per line to stdout, with secrets redacted. */
-export function createLogger({ service, level = 'info' }: LoggerOptions): Logger {
+export function createLogger({ service, level = 'info', stream }: LoggerOptions): Logger {
   return winston.createLogger({
     level: level === 'silent' ? 'error' : level,
     silent: level === 'silent',
     defaultMeta: { service },
     format: winston.format.combine(redact(), winston.format.timestamp(), winston.format.json()),
-    transports: [new winston.transports.Console()],
+    transports: [stream ? new winston.transports.Stream({ stream }) : new winston.transports.Console()],
   });
 }

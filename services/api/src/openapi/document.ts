@@ -1,6 +1,86 @@
 /** OpenAPI 3.1 description of the public HTTP API (kept in step with DESIGN.md and the routes). */
-export const openApiDocument = {
+import { examples } from './examples';
+import { headerComponents, parameterComponents } from './headers-parameters';
+import { consolePaths } from './paths-console';
+import { opsPaths } from './paths-ops';
+import { taskPaths } from './paths-tasks';
+import type { OpenApiObject } from './refs';
+import { responseComponents } from './responses';
+import { consoleSchemas } from './schemas-console';
+import { taskSchemas } from './schemas-tasks';
+import { webhooks } from './webhooks';
+
+export interface OpenApiDocument {
+  openapi: string;
+  info: OpenApiObject;
+  tags: OpenApiObject[];
+  paths: Record<string, Record<string, OpenApiObject>>;
+  webhooks: Record<string, OpenApiObject>;
+  components: Record<string, Record<string, OpenApiObject>>;
+}
+
+const DESCRIPTION = `An asynchronous task platform: create video generation, image generation and face detection tasks,
+follow them by polling or by a signed webhook, and download their files.
+
+**Task API** (\`/api/tasks*\`): send your API key as \`X-Api-Key\`. Paid keys (\`sk-live-...\`) draw on the account's paid
+balance; trial keys (\`sk-test-...\`) on their trial grant. Every request that passes authentication counts against the
+key's rate limits (paid 300/minute and 100000/day, trial 20/minute and 1000/day) and its response carries
+\`RateLimit-Policy\` and \`RateLimit\`; a 429 adds \`Retry-After\`.
+
+**Console** (\`/api/auth/*\`, \`/api/keys*\`, \`/api/trial-grants\`, \`/api/credits/balance\`, \`/api/webhook-secret*\`): log in with
+\`POST /api/auth/login\`, then send \`Authorization: Bearer <token>\` or the \`session\` cookie. These endpoints refuse any
+request carrying \`X-Api-Key\`.
+
+**Errors** are JSON with a \`message\` (some add fields, see the schemas). A path that matches no endpoint gives
+404 \`{"message":"Not found."}\`. Every response carries \`X-Request-Id\`.
+
+**Task status**: \`0\` queued, \`10\` processing, \`20\` completed, \`30\` failed (credits refunded, \`error_code\` set),
+\`40\` cancelled (credits refunded, no webhook).`;
+
+export const openApiDocument: OpenApiDocument = {
   openapi: '3.1.0',
-  info: { title: 'Task API', version: '1.0.0' },
-  paths: {},
-} as const;
+  info: {
+    title: 'Task API',
+    version: '1.0.0',
+    description: DESCRIPTION,
+  },
+  tags: [
+    { name: 'Tasks', description: 'Create, list, get and cancel tasks; download their files. API key.' },
+    { name: 'Console session', description: 'Log in and out of the console.' },
+    { name: 'API keys', description: 'Manage API keys. Login session.' },
+    { name: 'Account', description: 'Credits, trial grants and the webhook secret. Login session.' },
+    { name: 'Operations', description: 'Health, readiness, metrics and this document. No authentication.' },
+    { name: 'Webhooks', description: 'What the service sends to `callback_url`.' },
+  ],
+  paths: { ...taskPaths, ...consolePaths, ...opsPaths } as OpenApiDocument['paths'],
+  webhooks,
+  components: {
+    securitySchemes: {
+      ApiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'X-Api-Key',
+        description: 'An API key from the console: `sk-live-` (paid) or `sk-test-` (trial) followed by at least 32 base62 characters.',
+      },
+      Session: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description: 'The `token` from `POST /api/auth/login` (HS256 JWT, valid 12 hours or until logout).',
+      },
+      SessionCookie: {
+        type: 'apiKey',
+        in: 'cookie',
+        name: 'session',
+        description:
+          'The HttpOnly `session` cookie set by `POST /api/auth/login` (same JWT). State-changing requests authenticated by the ' +
+          'cookie must be same-origin (`Sec-Fetch-Site` or `Origin`), else 403. Used when no `Authorization` header is sent.',
+      },
+    },
+    schemas: { ...taskSchemas, ...consoleSchemas },
+    responses: responseComponents,
+    parameters: parameterComponents,
+    headers: headerComponents,
+    examples,
+  },
+};

@@ -16,9 +16,9 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function startApi(overrides: Record<string, string> = {}): Promise<TestApi> {
+export async function startApi(overrides: Record<string, string> = {}, opts: { logStream?: NodeJS.WritableStream } = {}): Promise<TestApi> {
   const config = testConfig(overrides);
-  const logger = createLogger({ service: 'api-test', level: config.logLevel });
+  const logger = createLogger({ service: 'api-test', level: config.logLevel, stream: opts.logStream });
   const deps = await createApiDeps(config, logger);
   const server = http.createServer(createApp(deps));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

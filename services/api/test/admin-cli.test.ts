@@ -1,0 +1,86 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { createDatabase, type Database } from '@taskapi/db';
+import { TEST_DATABASE_URL, testEnv, uniqueEmail } from '@taskapi/testing';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, '../../..');
+const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+const CLI = path.join(ROOT, 'services/api/src/admin/main.ts');
+
+async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(TSX, [CLI, ...args], { env: { PATH: process.env.PATH, ...testEnv() }, cwd: ROOT });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('operator CLI (npm run admin)', () => {
+  let db: Database;
+  beforeAll(() => {
+    db = createDatabase({ url: TEST_DATABASE_URL, poolSize: 1 });
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+
+  it('create-account, add-credits and grant-trial print one JSON object each', async () => {
+    const email = uniqueEmail('cli');
+    const created = await admin('create-account', '--email', email.toUpperCase(), '--password', 'a long password', '--credits', '50');
+    expect(created.code).toBe(0);
+    const account = JSON.parse(created.stdout);
+    expect(account).toEqual({ account_id: expect.stringMatching(/^acct_/), email, paid_balance: 50 });
+
+    const topped = await admin('add-credits', '--email', email, '--amount', '25');
+    expect(topped.stderr).toBe('');
+    expect(JSON.parse(topped.stdout)).toEqual({ paid_balance: 75 });
+
+    const grant = await admin('grant-trial', '--email', email, '--quota', '100', '--expires-in-days', '14');
+    const g = JSON.parse(grant.stdout);
+    expect(g).toEqual({ grant_id: expect.stringMatching(/^grant_/), quota: 100, expires_at: expect.any(String) });
+    expect(Math.round((new Date(g.expires_at).getTime() - Date.now()) / 86_400_000)).toBe(14);
+
+    const at = await admin('grant-trial', '--email', email, '--quota', '5', '--expires-at', '2099-01-01T00:00:00Z');
+    expect(JSON.parse(at.stdout)).toMatchObject({ quota: 5, expires_at: '2099-01-01T00:00:00.000Z' });
+
+    const ledger = await db.prisma.creditLedgerEntry.findMany({ where: { accountId: account.account_id }, orderBy: { id: 'asc' } });
+    expect(ledger.map((l) => [l.entryType, l.amount])).toEqual([
+      ['topup', 50],
+      ['topup', 25],
+      ['trial_grant', 100],
+      ['trial_grant', 5],
+    ]);
+  });
+
+  it('exits non-zero with a clear message on bad input, and changes nothing', async () => {
+    const email = uniqueEmail('cli');
+    await admin('create-account', '--email', email, '--password', 'a long password');
+    const cases: Array<[string[], number, RegExp]> = [
+      [['create-account', '--email', email, '--password', 'a long password'], 1, /already exists/],
+      [['create-account', '--email', 'not-an-email', '--password', 'a long password'], 1, /valid e-mail/],
+      [['create-account', '--email', uniqueEmail(), '--password', 'short'], 1, /8 to 1024 characters/],
+      [['create-account', '--email', uniqueEmail()], 2, /--password is required/],
+      [['add-credits', '--email', email, '--amount', '-5'], 2, /--amount/],
+      [['add-credits', '--email', email, '--amount', '2.5'], 2, /--amount must be a whole number/],
+      [['add-credits', '--email', email, '--amount', '0'], 2, /at least 1/],
+      [['add-credits', '--email', uniqueEmail(), '--amount', '5'], 1, /No account/],
+      [['grant-trial', '--email', email, '--quota', '5'], 2, /exactly one of --expires-in-days or --expires-at/],
+      [['grant-trial', '--email', email, '--quota', '5', '--expires-at', 'tomorrow'], 2, /ISO 8601/],
+      [['grant-trial', '--email', email, '--quota', '5', '--expires-at', '2001-01-01'], 1, /in the future/],
+      [['add-credits', '--email', email, '--amount', '5', '--quota', '3'], 2, /--quota does not apply/],
+      [['delete-everything'], 2, /unknown command/],
+    ];
+    for (const [args, code, message] of cases) {
+      const res = await admin(...args);
+      expect({ args, code: res.code, stdout: res.stdout }).toEqual({ args, code, stdout: '' });
+      expect(res.stderr).toMatch(message);
+    }
+    const account = await db.prisma.account.findUniqueOrThrow({ where: { email } });
+    expect(account.paidBalance).toBe(0);
+    expect(await db.prisma.trialGrant.count({ where: { accountId: account.id } })).toBe(0);
+  });
+});

@@ -1,0 +1,234 @@
+import { TEST_PASSWORD } from '@taskapi/testing';
+import { createApp } from '../src/app';
+import { openApiDocument } from '../src/openapi/document';
+import { createKey, seedAccount, startApi, withKey, type TestAccount, type TestApi } from './support/harness';
+
+/** Every route the routers register, as `METHOD /express/path` (taken from src/routes/*.ts and app.ts mounts). */
+const ROUTES = [
+  'POST /api/tasks/video-generation',
+  'POST /api/tasks/image-generation',
+  'POST /api/tasks/face-detection',
+  'GET /api/tasks',
+  'GET /api/tasks/:publicId',
+  'POST /api/tasks/:publicId/cancel',
+  'GET /api/tasks/:publicId/files/:name',
+  'POST /api/auth/login',
+  'POST /api/auth/logout',
+  'GET /api/auth/session',
+  'GET /api/keys',
+  'POST /api/keys',
+  'POST /api/keys/:keyId/revoke',
+  'POST /api/keys/:keyId/reissue',
+  'POST /api/keys/:keyId/reveal',
+  'GET /api/credits/balance',
+  'GET /api/trial-grants',
+  'GET /api/webhook-secret',
+  'POST /api/webhook-secret/rotate',
+  'GET /healthz',
+  'GET /readyz',
+  'GET /metrics',
+  'GET /api/openapi.json',
+];
+
+/** Registered but deliberately not in the document: the Swagger UI page itself (static assets are middleware). */
+const UNDOCUMENTED_ROUTES = ['GET /docs', 'GET /docs/init.js'];
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+const toOpenApiPath = (expressPath: string) => expressPath.replace(/:(\w+)/g, '{$1}');
+const splitRoute = (route: string) => {
+  const [method, path] = route.split(' ') as [string, string];
+  return { method, path };
+};
+
+function documentedRoutes(): string[] {
+  const out: string[] = [];
+  for (const [path, item] of Object.entries(openApiDocument.paths)) {
+    for (const method of Object.keys(item)) if (HTTP_METHODS.includes(method)) out.push(`${method.toUpperCase()} ${path}`);
+  }
+  return out.sort();
+}
+
+function operation(route: string): any {
+  const { method, path } = splitRoute(route);
+  return (openApiDocument.paths as any)[toOpenApiPath(path)]?.[method.toLowerCase()];
+}
+
+/** Every value of every `$ref` in the document. */
+function collectRefs(node: unknown, out: string[] = []): string[] {
+  if (Array.isArray(node)) for (const v of node) collectRefs(v, out);
+  else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref') out.push(v as string);
+      else collectRefs(v, out);
+    }
+  }
+  return out;
+}
+
+function resolvePointer(ref: string): unknown {
+  if (!ref.startsWith('#/')) return undefined;
+  let node: any = openApiDocument;
+  for (const raw of ref.slice(2).split('/')) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (!node || typeof node !== 'object' || !Object.prototype.hasOwnProperty.call(node, key)) return undefined;
+    node = node[key];
+  }
+  return node;
+}
+
+function joinPath(prefix: string, path: string): string {
+  const joined = `${prefix}/${path}`.replace(/\/+/g, '/');
+  return joined.length > 1 ? joined.replace(/\/$/, '') : joined;
+}
+
+/** `METHOD /path` of every route in an Express 5 app, walking mounted routers (router 2.x keeps `rawPath`). */
+function registeredRoutes(app: any): string[] {
+  const out: string[] = [];
+  const walk = (stack: any[], prefix: string) => {
+    for (const layer of stack) {
+      if (layer.route) {
+        for (const method of Object.keys(layer.route.methods)) out.push(`${method.toUpperCase()} ${joinPath(prefix, layer.route.path)}`);
+      } else if (Array.isArray(layer.handle?.stack)) {
+        if (typeof layer.rawPath !== 'string') throw new Error('router layer without rawPath: Express router internals changed');
+        walk(layer.handle.stack, joinPath(prefix, layer.rawPath));
+      }
+    }
+  };
+  walk(app.router.stack, '');
+  return out.sort();
+}
+
+describe('OpenAPI document', () => {
+  it('is OpenAPI 3.1', () => {
+    expect(openApiDocument.openapi.startsWith('3.1')).toBe(true);
+    expect(JSON.parse(JSON.stringify(openApiDocument))).toEqual(openApiDocument);
+  });
+
+  it('every $ref resolves to an existing component, and every component is used', () => {
+    const refs = collectRefs(openApiDocument);
+    expect(refs.length).toBeGreaterThan(0);
+    const unresolved = refs.filter((r) => !r.startsWith('#/components/') || resolvePointer(r) === undefined);
+    expect(unresolved).toEqual([]);
+
+    const used = new Set(refs);
+    const unused: string[] = [];
+    for (const [kind, entries] of Object.entries(openApiDocument.components)) {
+      if (kind === 'securitySchemes') continue;
+      for (const name of Object.keys(entries)) if (!used.has(`#/components/${kind}/${name}`)) unused.push(`${kind}/${name}`);
+    }
+    expect(unused).toEqual([]);
+  });
+
+  it('operations are well-formed: unique operationId, declared path parameters, known security schemes', () => {
+    const ids = new Set<string>();
+    const schemes = Object.keys(openApiDocument.components.securitySchemes ?? {});
+    for (const route of documentedRoutes()) {
+      const op = operation(route);
+      const { path } = splitRoute(route);
+      expect(typeof op.operationId).toBe('string');
+      expect(ids.has(op.operationId)).toBe(false);
+      ids.add(op.operationId);
+      expect(Object.keys(op.responses).length).toBeGreaterThan(0);
+
+      const declared = (op.parameters ?? [])
+        .map((p: any) => (p.$ref ? resolvePointer(p.$ref) : p) as any)
+        .filter((p: any) => p.in === 'path')
+        .map((p: any) => p.name)
+        .sort();
+      const inPath = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+      expect({ route, params: declared }).toEqual({ route, params: inPath });
+
+      for (const requirement of op.security as Record<string, unknown>[]) {
+        for (const name of Object.keys(requirement)) expect(schemes).toContain(name);
+      }
+    }
+  });
+
+  it('uses the right security scheme for each group of endpoints', () => {
+    const publicRoutes = ['POST /api/auth/login', 'GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /api/openapi.json'];
+    for (const route of ROUTES) {
+      const { path } = splitRoute(route);
+      const schemes = (operation(route).security as Record<string, unknown>[]).flatMap((r) => Object.keys(r)).sort();
+      if (path.startsWith('/api/tasks')) expect({ route, schemes }).toEqual({ route, schemes: ['ApiKey'] });
+      else if (publicRoutes.includes(route)) expect({ route, schemes }).toEqual({ route, schemes: [] });
+      else expect({ route, schemes }).toEqual({ route, schemes: ['Session', 'SessionCookie'] });
+    }
+  });
+
+  it('documents exactly the routes listed from the route files', () => {
+    const listed = ROUTES.map((r) => {
+      const { method, path } = splitRoute(r);
+      return `${method} ${toOpenApiPath(path)}`;
+    }).sort();
+    expect(documentedRoutes()).toEqual(listed);
+  });
+});
+
+describe('OpenAPI document against the running app', () => {
+  let api: TestApi;
+  let account: TestAccount;
+  let apiKey: string;
+
+  beforeAll(async () => {
+    api = await startApi();
+    account = await seedAccount(api, { label: 'openapi' });
+    apiKey = (await createKey(api, account, { type: 'paid' })).plaintext;
+  });
+  afterAll(async () => {
+    await api.close();
+  });
+
+  const samplePath = (path: string) =>
+    path.replace(':publicId', `task_${'A'.repeat(22)}`).replace(':keyId', `key_${'A'.repeat(22)}`).replace(':name', 'image.png');
+  const isGenericNotFound = (res: { status: number; body: any }) => res.status === 404 && res.body?.message === 'Not found.';
+
+  it('the route list is exactly what the app registers', () => {
+    const app = createApp(api.deps);
+    expect(registeredRoutes(app)).toEqual([...ROUTES, ...UNDOCUMENTED_ROUTES].sort());
+  });
+
+  it('the generic 404 is what an unknown path gets (so the checks below can tell)', async () => {
+    expect(isGenericNotFound(await api.req('GET', '/api/no-such-endpoint'))).toBe(true);
+    const underTasks = await api.req('GET', `/api/tasks/task_${'A'.repeat(22)}/nothing`, { headers: withKey(apiKey) });
+    expect(isGenericNotFound(underTasks)).toBe(true);
+    const underKeys = await api.req('POST', `/api/keys/key_${'A'.repeat(22)}/nothing`, { headers: account.auth });
+    expect(isGenericNotFound(underKeys)).toBe(true);
+  });
+
+  it.each(ROUTES)('%s exists: an unauthenticated request gets a documented status, not the generic 404', async (route) => {
+    const { method, path } = splitRoute(route);
+    const res = await api.req(method, samplePath(path));
+    expect(isGenericNotFound(res)).toBe(false);
+    expect(Object.keys(operation(route).responses)).toContain(String(res.status));
+  });
+
+  it.each(ROUTES)('%s with credentials gets a documented status and message', async (route) => {
+    const { method, path } = splitRoute(route);
+    let headers: Record<string, string> = {};
+    if (path.startsWith('/api/tasks')) headers = withKey(apiKey);
+    else if (route === 'POST /api/auth/logout') {
+      // A session of its own, so the shared one stays logged in.
+      const login = await api.req('POST', '/api/auth/login', { body: { email: account.email, password: TEST_PASSWORD } });
+      headers = { authorization: `Bearer ${login.body.token}` };
+    } else if (route !== 'POST /api/auth/login' && path.startsWith('/api/') && path !== '/api/openapi.json') headers = account.auth;
+    const body = route === 'POST /api/auth/login' ? { email: account.email, password: TEST_PASSWORD } : method === 'POST' ? {} : undefined;
+
+    const res = await api.req(method, samplePath(path), { headers, body });
+    expect(isGenericNotFound(res)).toBe(false);
+    const documented = operation(route).responses[String(res.status)];
+    expect({ route, status: res.status, documented: documented !== undefined }).toEqual({ route, status: res.status, documented: true });
+    expect(res.headers.get('x-request-id')).toBeTruthy();
+
+    // Error messages other than validation details are fixed strings: they must be among the documented examples.
+    if (res.status >= 401 && res.status !== 429) {
+      const resolved: any = documented.$ref ? resolvePointer(documented.$ref) : documented;
+      const messages = Object.values(resolved.content['application/json'].examples).map((e: any) => (resolvePointer(e.$ref) as any).value.message);
+      expect(messages).toContain(res.body.message);
+    }
+    if (path.startsWith('/api/tasks')) {
+      expect(res.headers.get('ratelimit-policy')).toBeTruthy();
+      expect(res.headers.get('ratelimit')).toBeTruthy();
+    }
+  });
+});
