@@ -135,7 +135,7 @@ export async function listKeys(prisma: PrismaClient, accountId: string, type?: A
 
 /** Creates a paid key, or a trial key bound to an unexpired grant with quota and no active key. */
 export async function createKey(
-  deps: ApiKeyDeps,
+  deps: Pick<ApiKeyDeps, 'prisma' | 'secretsKey'>,
   accountId: string,
   input: { type: 'paid' } | { type: 'trial'; grant_id: string },
 ): Promise<{ key: KeyView; plaintext_key: string }> {

@@ -1,0 +1,52 @@
+// Used by `npm start`: on an empty database, creates a demo account with credits, a trial grant and
+// a paid API key, and prints how to use them. Does nothing when any account exists.
+import { loadConfig } from '@taskapi/config';
+import { createDatabase } from '@taskapi/db';
+import { randomBase62 } from '@taskapi/crypto';
+import { createAccount, grantTrial } from '../domain/accounts';
+import { createKey } from '../domain/api-keys';
+
+const DEMO_EMAIL = 'demo@example.com';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const db = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'taskapi-seed' });
+  try {
+    if ((await db.prisma.account.count()) > 0) {
+      console.log('The database already has accounts; no demo data was added. Create more with `npm run admin -- create-account ...`.');
+      return;
+    }
+    const password = randomBase62(16);
+    const account = await createAccount(db.prisma, config.secretsKey, { email: DEMO_EMAIL, password, credits: 1_000 });
+    await grantTrial(db.prisma, DEMO_EMAIL, 100, new Date(Date.now() + 14 * 86_400_000));
+    const { plaintext_key } = await createKey(
+      { prisma: db.prisma, secretsKey: config.secretsKey },
+      account.account_id,
+      { type: 'paid' },
+    );
+    const base = config.publicBaseUrl ?? `http://localhost:${config.port}`;
+    console.log(
+      [
+        '',
+        '  Demo account created (shown once; store it now):',
+        `    API docs:  ${base}/docs`,
+        `    e-mail:    ${DEMO_EMAIL}`,
+        `    password:  ${password}`,
+        `    paid key:  ${plaintext_key}   (1000 credits; a 100-credit trial grant is in the console)`,
+        '',
+        '  Try it:',
+        `    curl -s -X POST ${base}/api/tasks/image-generation \\`,
+        `      -H 'X-Api-Key: ${plaintext_key}' -H 'Content-Type: application/json' \\`,
+        `      -d '{"prompt":"a lighthouse at dusk"}'`,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    await db.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`seeding failed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});
