@@ -1,0 +1,137 @@
+// `npm run bench`: one run of about a minute on this machine, printing requests/s and latency of
+//   1. a bare Express hello-world route (the baseline),
+//   2. authenticated, rate-limited GET /api/tasks/{public_id},
+//   3. task creation (POST /api/tasks/image-generation),
+// each against the real API process (PostgreSQL + Redis), with a paid key whose limits are raised
+// for the run, a large balance and no worker attached. Figures are printed, never asserted.
+import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { loadConfig } from '@taskapi/config';
+import { createDatabase } from '@taskapi/db';
+import { recreateDatabase, testEnv } from '@taskapi/testing';
+import { createAccount } from '../services/api/src/domain/accounts';
+import { createKey } from '../services/api/src/domain/api-keys';
+
+const ROOT = path.resolve(__dirname, '..');
+const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 12);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const BENCH_DB = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/taskapi_bench';
+const BENCH_REDIS = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/14';
+
+interface Result {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+function startProcess(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [TSX, entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let buffered = '';
+    const timer = setTimeout(() => reject(new Error(`${entry} did not start`)), 30_000);
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const m = ready.exec(buffered);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout?.removeAllListeners('data');
+        child.stdout?.resume();
+        resolve({ child, match: m });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`${entry} exited with ${code}`)));
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.removeAllListeners('exit');
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+async function load(name: string, opts: autocannon.Options, seconds = DURATION_S): Promise<Result> {
+  const r = await autocannon({ connections: CONNECTIONS, pipelining: 1, duration: seconds, ...opts });
+  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+}
+
+function row(cells: string[], widths: number[]): string {
+  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+}
+
+async function main(): Promise<void> {
+  console.log(`Task API benchmark: ${CONNECTIONS} connections, ${DURATION_S} s per run, ${os.cpus().length} CPUs, Node ${process.version}\n`);
+
+  // Baseline.
+  const hello = await startProcess(path.join(ROOT, 'bench/hello-server.ts'), process.env, /listening (\d+)/);
+  const helloUrl = `http://127.0.0.1:${hello.match[1]}/hello`;
+  await load('warm-up', { url: helloUrl }, 2);
+  const baseline = await load('bare Express hello world', { url: helloUrl });
+  await stop(hello.child);
+
+  // A fresh database and Redis database for the API under test.
+  await recreateDatabase(BENCH_DB);
+  const redis = new Redis(BENCH_REDIS);
+  await redis.flushdb();
+  redis.disconnect();
+  const env = testEnv({
+    DATABASE_URL: BENCH_DB,
+    REDIS_URL: BENCH_REDIS,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    RATE_LIMIT_PAID_PER_MINUTE: '1000000000',
+    RATE_LIMIT_PAID_PER_DAY: '1000000000',
+    DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? '10',
+  });
+  const config = loadConfig(env);
+  const db = createDatabase({ url: BENCH_DB, poolSize: 2 });
+  const account = await createAccount(db.prisma, config.secretsKey, { email: 'bench@example.test', password: 'bench password', credits: 1_000_000_000 });
+  const { plaintext_key: key } = await createKey({ prisma: db.prisma, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' });
+
+  const api = await startProcess(path.join(ROOT, 'services/api/src/main.ts'), { ...process.env, ...env }, /"port":(\d+)/);
+  const base = `http://127.0.0.1:${api.match[1]}`;
+  try {
+    const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+    const created = await fetch(`${base}/api/tasks/image-generation`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'bench' }) });
+    const publicId = ((await created.json()) as { public_id: string }).public_id;
+    const readUrl = `${base}/api/tasks/${publicId}`;
+
+    await load('warm-up', { url: readUrl, headers }, 2);
+    const read = await load('GET /api/tasks/{id} (auth + rate limit)', { url: readUrl, headers });
+    await load('warm-up', { url: `${base}/api/tasks/image-generation`, method: 'POST', headers, body: '{"prompt":"bench"}' }, 2);
+    const create = await load('POST /api/tasks/image-generation', {
+      url: `${base}/api/tasks/image-generation`,
+      method: 'POST',
+      headers,
+      body: '{"prompt":"bench"}',
+    });
+    const tasks = await db.prisma.task.count();
+
+    const widths = [42, 10, 9, 9, 11, 8];
+    console.log(row(['run', 'req/s', 'p50 ms', 'p99 ms', 'x baseline', 'non-2xx'], widths));
+    for (const r of [baseline, read, create]) {
+      console.log(row([r.name, r.rps.toFixed(0), r.p50.toFixed(1), r.p99.toFixed(1), `${((100 * r.rps) / baseline.rps).toFixed(1)} %`, String(r.non2xx + r.errors)], widths));
+    }
+    console.log(`\nTargets: authenticated read >= 50 % of baseline (${((100 * read.rps) / baseline.rps).toFixed(1)} %); creation >= 20 % (${((100 * create.rps) / baseline.rps).toFixed(1)} %) with p99 < 100 ms (${create.p99.toFixed(1)} ms).`);
+    console.log(`Tasks in the database after the run: ${tasks} (each creation is charged, recorded and enqueued).`);
+  } finally {
+    await stop(api.child);
+    await db.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
