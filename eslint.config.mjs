@@ -1,5 +1,6 @@
 // One lint setup for every workspace.
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -25,6 +26,6 @@ export default tseslint.config(
   },
   {
     files: ['**/*.cjs', '**/*.mjs'],
-    languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },
+    languageOptions: { globals: globals.node },
   },
 );
