@@ -5,6 +5,7 @@
 // each against the real API process (PostgreSQL + Redis), with a paid key whose limits are raised
 // for the run, a large balance and no worker attached. Figures are printed, never asserted.
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -29,6 +30,24 @@ interface Result {
   p99: number;
   non2xx: number;
   errors: number;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function waitUntilReady(url: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const ok = await fetch(url).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not become ready`);
 }
 
 function startProcess(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
@@ -88,7 +107,7 @@ async function main(): Promise<void> {
     REDIS_URL: BENCH_REDIS,
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
-    PORT: '0',
+    PORT: String(await freePort()),
     HOST: '127.0.0.1',
     RATE_LIMIT_PAID_PER_MINUTE: '1000000000',
     RATE_LIMIT_PAID_PER_DAY: '1000000000',
@@ -99,9 +118,10 @@ async function main(): Promise<void> {
   const account = await createAccount(db.prisma, config.secretsKey, { email: 'bench@example.test', password: 'bench password', credits: 1_000_000_000 });
   const { plaintext_key: key } = await createKey({ prisma: db.prisma, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' });
 
-  const api = await startProcess(path.join(ROOT, 'services/api/src/main.ts'), { ...process.env, ...env }, /"port":(\d+)/);
-  const base = `http://127.0.0.1:${api.match[1]}`;
+  const api = spawn(process.execPath, [TSX, path.join(ROOT, 'services/api/src/main.ts')], { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'inherit' });
+  const base = `http://127.0.0.1:${env.PORT}`;
   try {
+    await waitUntilReady(`${base}/readyz`);
     const headers = { 'x-api-key': key, 'content-type': 'application/json' };
     const created = await fetch(`${base}/api/tasks/image-generation`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'bench' }) });
     const publicId = ((await created.json()) as { public_id: string }).public_id;
@@ -126,7 +146,7 @@ async function main(): Promise<void> {
     console.log(`\nTargets: authenticated read >= 50 % of baseline (${((100 * read.rps) / baseline.rps).toFixed(1)} %); creation >= 20 % (${((100 * create.rps) / baseline.rps).toFixed(1)} %) with p99 < 100 ms (${create.p99.toFixed(1)} ms).`);
     console.log(`Tasks in the database after the run: ${tasks} (each creation is charged, recorded and enqueued).`);
   } finally {
-    await stop(api.child);
+    await stop(api);
     await db.close();
   }
 }

@@ -29,3 +29,13 @@ const patterns = Object.fromEntries(
 export function isId(kind: IdKind, value: string): boolean {
   return patterns[kind].test(value);
 }
+
+/**
+ * Ids for high-volume, non-secret uses (request ids): a random per-process prefix and a counter,
+ * so generating one costs no randomness. Unique across processes with overwhelming probability.
+ */
+export function sequentialIds(kind: IdKind): () => string {
+  const prefix = `${ID_PREFIXES[kind]}_${randomBase62(12)}`;
+  let n = 0;
+  return () => `${prefix}${(n++).toString(36).padStart(6, '0')}`;
+}

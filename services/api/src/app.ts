@@ -21,10 +21,11 @@ export function createApp(deps: ApiDeps): express.Express {
 
   app.use(observe(deps.logger, deps.metrics));
   app.use(securityHeaders);
+  // The task API first: it carries nearly all traffic, so it should match after the fewest layers.
+  app.use('/api/tasks', taskRoutes(deps));
   app.use(healthRoutes(deps));
   app.use(docsRoutes());
 
-  app.use('/api/tasks', taskRoutes(deps));
   app.use('/api/auth', authRoutes(deps));
   const requireSession = sessionAuth({ sessions: deps.sessions, prisma: deps.db.prisma, publicBaseUrl: deps.config.publicBaseUrl });
   app.use('/api/keys', keyRoutes(deps, requireSession));

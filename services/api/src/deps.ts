@@ -36,7 +36,9 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     applicationName: 'taskapi-api',
     onPoolError: (err) => logger.warn('idle database connection failed', { error: err }),
   });
-  const redis = createRedis(config.redisUrl, 'taskapi-api');
+  // Auto-pipelining sends the rate-limit scripts of concurrent requests in one write: fewer
+  // syscalls on both ends under load, no added latency when idle.
+  const redis = createRedis(config.redisUrl, 'taskapi-api', { enableAutoPipelining: true });
   const subscriber = createRedis(config.redisUrl, 'taskapi-api-sub', { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
   const queueRedis = createRedis(config.redisUrl, 'taskapi-api-queue', { commandTimeout: 5_000 });
   for (const [name, client] of [['commands', redis], ['subscriber', subscriber], ['queue', queueRedis]] as const) {

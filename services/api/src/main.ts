@@ -16,7 +16,8 @@ async function main(): Promise<void> {
   server.headersTimeout = 66_000;
   server.requestTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
-  logger.info('api listening', { port: config.port, host: config.host });
+  const address = server.address();
+  logger.info('api listening', { port: typeof address === 'object' && address ? address.port : config.port, host: config.host });
 
   let stopping = false;
   const shutdown = async (signal: string) => {

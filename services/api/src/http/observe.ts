@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { newId } from '@taskapi/ids';
+import { sequentialIds } from '@taskapi/ids';
 import type { Logger } from '@taskapi/logger';
 import { locals } from './request-context';
 import type { ApiMetrics } from '../infra/metrics';
@@ -11,9 +11,10 @@ const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * metrics per request. Never logs headers or bodies.
  */
 export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
+  const nextRequestId = sequentialIds('request');
   return (req, res, next) => {
     const incoming = req.get('x-request-id');
-    const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : newId('request');
+    const requestId = incoming && INCOMING_ID.test(incoming) ? incoming : nextRequestId();
     const ctx = locals(res);
     ctx.requestId = requestId;
     ctx.startedAt = process.hrtime.bigint();
