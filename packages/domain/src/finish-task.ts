@@ -1,4 +1,5 @@
 import { TaskStatus, type TaskErrorCode } from './task-rules';
+import { recordTaskStatus, type MarkerRedis } from './task-status-marker';
 
 /** The subset of pg's Pool/Client this module needs. */
 export interface Queryable {
@@ -94,4 +95,21 @@ export async function finishTask(
     ],
   });
   return rows[0] ?? null;
+}
+
+/**
+ * `finishTask`, then the status marker that API replicas validate their cached task rows against.
+ * Every caller outside tests should use this.
+ */
+export async function finishTaskAndRecord(
+  db: Queryable,
+  redis: MarkerRedis,
+  publicId: string,
+  accountId: string | null,
+  input: FinishTaskInput,
+  deliveryId: string,
+): Promise<FinishedTask | null> {
+  const finished = await finishTask(db, publicId, accountId, input, deliveryId);
+  if (finished) await recordTaskStatus(redis, finished.account_id, finished.public_id, finished.status);
+  return finished;
 }

@@ -6,6 +6,7 @@ import { closeQueues, createTaskQueues, type TaskQueues } from '@taskapi/queue';
 import { KeyCache } from './domain/key-cache';
 import { RateLimiter } from './domain/rate-limit';
 import { SessionService } from './domain/sessions';
+import { TaskReadCache } from './domain/task-read-cache';
 import { ApiKeyVerifier } from './domain/verify-api-key';
 import { createMetrics, type ApiMetrics } from './infra/metrics';
 import { createRedis, waitForRedis } from './infra/redis';
@@ -23,6 +24,7 @@ export interface ApiDeps {
   queueRedis: Redis;
   taskQueues: TaskQueues;
   verifier: ApiKeyVerifier;
+  taskReadCache: TaskReadCache;
   rateLimiter: RateLimiter;
   sessions: SessionService;
   metrics: ApiMetrics;
@@ -59,6 +61,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     queueRedis,
     taskQueues,
     verifier: new ApiKeyVerifier(db.pool, keyCache, logger),
+    taskReadCache: new TaskReadCache(db.pool, redis, logger),
     rateLimiter: new RateLimiter(redis),
     sessions: new SessionService(config.jwtSecret, redis),
     metrics: createMetrics(opts),

@@ -145,10 +145,10 @@ describe('revocation across API replicas', () => {
     expect((await a.req('POST', `/api/keys/${key.id}/revoke`, { headers: account.auth })).status).toBe(200);
     // Without the marker only B's cache decides; a cache that missed the message would accept the
     // key for a minute, so within the deadline B must be refusing on its own.
-    await a.deps.redis.del(revokedMarkerKey(key.id));
+    await a.deps.redis.del(revokedMarkerKey(account.id, key.id));
     const res = await waitFor(
       async () => {
-        await a.deps.redis.del(revokedMarkerKey(key.id));
+        await a.deps.redis.del(revokedMarkerKey(account.id, key.id));
         const r = await b.req('GET', '/api/tasks', { headers: withKey(key) });
         return r.status === 401 ? r : undefined;
       },

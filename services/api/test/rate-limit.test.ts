@@ -5,9 +5,11 @@ import { TEST_REDIS_URL, waitFor } from '@taskapi/testing';
 import { rateLimitKeys } from '../src/domain/rate-limit';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type TestApi, type CreatedKey } from './support/harness';
 
+type TrialKey = CreatedKey & { accountId: string };
+
 /** Shifts the minute window's stored request times into the past, as if `ms` had elapsed. */
-async function ageMinuteWindow(redis: Redis, keyId: string, ms: number): Promise<void> {
-  const [minuteKey] = rateLimitKeys(keyId);
+async function ageMinuteWindow(redis: Redis, key: TrialKey, ms: number): Promise<void> {
+  const [minuteKey] = rateLimitKeys(key.accountId, key.id);
   const entries = await redis.zrange(minuteKey, '0', '-1', 'WITHSCORES');
   const multi = redis.multi();
   for (let i = 0; i < entries.length; i += 2) multi.zadd(minuteKey, String(Number(entries[i + 1]) - ms), entries[i] as string);
@@ -23,10 +25,10 @@ describe('rate limits', () => {
     await api.close();
   });
 
-  async function trialKey(target: TestApi = api): Promise<CreatedKey> {
+  async function trialKey(target: TestApi = api): Promise<TrialKey> {
     const account = await seedAccount(target);
     const grant = await seedGrant(target, account, 100);
-    return createKey(target, account, { type: 'trial', grant_id: grant });
+    return { ...(await createKey(target, account, { type: 'trial', grant_id: grant })), accountId: account.id };
   }
 
   it('a burst of 50 concurrent requests with a trial key yields exactly 20 accepted', async () => {
@@ -94,7 +96,7 @@ describe('rate limits', () => {
 
       // 61 s later only the day window remembers the 3 accepted requests (not the 10 refused ones),
       // so exactly one more fits in the day limit of 4.
-      await ageMinuteWindow(small.deps.redis, key.id, 61_000);
+      await ageMinuteWindow(small.deps.redis, key, 61_000);
       const fourth = await get();
       expect(fourth.status).toBe(200);
       expect(fourth.headers.get('ratelimit')).toMatch(/^"day";r=0;t=\d+$/);
@@ -114,7 +116,7 @@ describe('rate limits', () => {
       const key = await trialKey(small);
       const get = () => small.req('GET', '/api/tasks', { headers: withKey(key) });
       await get();
-      await ageMinuteWindow(small.deps.redis, key.id, 45_000);
+      await ageMinuteWindow(small.deps.redis, key, 45_000);
       await get();
       const limited = await get();
       expect(limited.status).toBe(429);

@@ -77,9 +77,9 @@ export interface ApiKeyDeps {
  * anyway (the rate limiter needs Redis) and every replica clears its key cache when its subscriber
  * reconnects, so a failed announcement is logged rather than failing the request.
  */
-async function announce(deps: ApiKeyDeps, key: KeyRecord): Promise<void> {
+async function announce(deps: ApiKeyDeps, accountId: string, key: KeyRecord): Promise<void> {
   try {
-    await announceRevocation(deps.redis, [{ id: key.id, keyHash: key.keyHash }]);
+    await announceRevocation(deps.redis, [{ id: key.id, accountId, keyHash: key.keyHash }]);
   } catch (err) {
     deps.logger.error('could not announce key revocation', { key_id: key.id, error: err });
   }
@@ -159,7 +159,7 @@ async function findKey(prisma: PrismaClient | Tx, accountId: string, keyId: stri
 export async function revokeKey(deps: ApiKeyDeps, accountId: string, keyId: string): Promise<KeyView> {
   await deps.prisma.apiKey.updateMany({ where: { id: keyId, accountId, revokedAt: null }, data: { revokedAt: new Date() } });
   const key = await findKey(deps.prisma, accountId, keyId);
-  await announce(deps, key);
+  await announce(deps, accountId, key);
   return view(key);
 }
 
@@ -180,7 +180,7 @@ export async function reissueKey(
     const replacement = await insertKey(tx, deps.secretsKey, accountId, current.type, current.grantId);
     return { old: revoked, created: replacement };
   });
-  await announce(deps, old);
+  await announce(deps, accountId, old);
   return { key: view(created.record), plaintext_key: created.plaintext, replaced_key: view(old) };
 }
 

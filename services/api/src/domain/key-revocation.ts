@@ -6,9 +6,9 @@ export const KEY_EVENTS_CHANNEL = 'taskapi:api-key-revoked';
 // The marker outlives any cached copy of the key (KeyCache.maxAgeMs) by a wide margin.
 const MARKER_TTL_SECONDS = 24 * 3600;
 
-/** Shares the rate-limit keys' hash tag, so the rate-limit script can read it in the same slot. */
-export function revokedMarkerKey(keyId: string): string {
-  return `taskapi:apikey:{${keyId}}:revoked`;
+/** Shares the rate-limit keys' hash tag (the account), so the rate-limit script can read it in the same slot. */
+export function revokedMarkerKey(accountId: string, keyId: string): string {
+  return `taskapi:apikey:{${accountId}}:${keyId}:revoked`;
 }
 
 /**
@@ -18,10 +18,13 @@ export function revokedMarkerKey(keyId: string): string {
  *  - the pub/sub message evicts the key from every replica's cache.
  * Call after the revocation has committed in PostgreSQL.
  */
-export async function announceRevocation(redis: Redis, keys: ReadonlyArray<{ id: string; keyHash: string }>): Promise<void> {
+export async function announceRevocation(
+  redis: Redis,
+  keys: ReadonlyArray<{ id: string; accountId: string; keyHash: string }>,
+): Promise<void> {
   if (keys.length === 0) return;
   const multi = redis.multi();
-  for (const k of keys) multi.set(revokedMarkerKey(k.id), '1', 'EX', MARKER_TTL_SECONDS);
+  for (const k of keys) multi.set(revokedMarkerKey(k.accountId, k.id), '1', 'EX', MARKER_TTL_SECONDS);
   for (const k of keys) multi.publish(KEY_EVENTS_CHANNEL, k.keyHash);
   await multi.exec();
 }

@@ -2,19 +2,24 @@ import type { Redis } from 'ioredis';
 import { randomBase62 } from '@taskapi/crypto';
 import type { RateLimitPolicy } from '@taskapi/config';
 import { ServiceUnavailableError } from '../http/errors';
+import { taskStatusMarkerKey } from '@taskapi/domain';
 import { revokedMarkerKey } from './key-revocation';
 
 // One round trip, atomic on the Redis server, using the server's clock (so any number of API
 // replicas agree). Minute: exact sliding window over a sorted set of request times (ms).
 // Day: rolling 24 h of hourly buckets (the current hour and the 23 before it) in a hash.
 // A revoked key's marker short-circuits before anything is counted; rejected requests add nothing.
+// The same round trip also returns the status marker of the task a read is about (see
+// @taskapi/domain task-status-marker), which validates the API's in-process task cache.
+// All keys carry the account's hash tag, so the script touches one Redis Cluster slot.
 //
-// KEYS: 1 minute zset, 2 day hash, 3 revocation marker
+// KEYS: 1 minute zset, 2 day hash, 3 revocation marker, 4 task status marker (may not exist)
 // ARGV: 1 minute limit, 2 day limit, 3 unique member for this request
-// Returns {outcome, minute_remaining, minute_reset_s, day_remaining, day_reset_s, retry_after_s}
-// outcome: 1 accepted, 0 minute limit hit, 2 day limit hit, -1 key revoked
+// Returns {outcome, minute_remaining, minute_reset_s, day_remaining, day_reset_s, retry_after_s, task_status}
+// outcome: 1 accepted, 0 minute limit hit, 2 day limit hit, -1 key revoked; task_status -1: none
 const SCRIPT = `
-if redis.call('EXISTS', KEYS[3]) == 1 then return {-1, 0, 0, 0, 0, 0} end
+if redis.call('EXISTS', KEYS[3]) == 1 then return {-1, 0, 0, 0, 0, 0, -1} end
+local task_status = tonumber(redis.call('GET', KEYS[4]) or '-1')
 local mlimit = tonumber(ARGV[1])
 local dlimit = tonumber(ARGV[2])
 local t = redis.call('TIME')
@@ -67,8 +72,8 @@ if mwait > 0 or dwait > 0 then
   if mres == 0 then mres = minute_reset(0) end
   local dres = dwait
   if dres == 0 then dres = day_reset(1) end
-  if dwait >= mwait then return {2, mrem, mres, drem, dres, dwait} end
-  return {0, mrem, mres, drem, dres, mwait}
+  if dwait >= mwait then return {2, mrem, mres, drem, dres, dwait, task_status} end
+  return {0, mrem, mres, drem, dres, mwait, task_status}
 end
 
 redis.call('ZADD', KEYS[1], now, ARGV[3])
@@ -77,11 +82,11 @@ redis.call('HINCRBY', KEYS[2], hour, 1)
 redis.call('EXPIRE', KEYS[2], 25 * 3600)
 if counts[hour] == nil then table.insert(hours, hour) end
 counts[hour] = (counts[hour] or 0) + 1
-return {1, mlimit - mcount - 1, minute_reset(0), dlimit - dcount - 1, day_reset(1), 0}
+return {1, mlimit - mcount - 1, minute_reset(0), dlimit - dcount - 1, day_reset(1), 0, task_status}
 `;
 
 export type RateLimitOutcome =
-  | { kind: 'accepted'; state: WindowState }
+  | { kind: 'accepted'; state: WindowState; /** The task marker's status, or null when absent. */ taskStatus: number | null }
   | { kind: 'limited'; window: 'minute' | 'day'; limit: number; retryAfter: number; state: WindowState }
   | { kind: 'revoked' };
 
@@ -92,11 +97,11 @@ export interface WindowState {
 }
 
 interface RateLimitRedis extends Redis {
-  taskapiRateLimit(k1: string, k2: string, k3: string, a1: number, a2: number, a3: string): Promise<number[]>;
+  taskapiRateLimit(k1: string, k2: string, k3: string, k4: string, a1: number, a2: number, a3: string): Promise<number[]>;
 }
 
-export function rateLimitKeys(keyId: string): [string, string] {
-  return [`taskapi:rl:{${keyId}}:m`, `taskapi:rl:{${keyId}}:d`];
+export function rateLimitKeys(accountId: string, keyId: string): [string, string] {
+  return [`taskapi:rl:{${accountId}}:${keyId}:m`, `taskapi:rl:{${accountId}}:${keyId}:d`];
 }
 
 /** The `RateLimit-Policy` header value for a policy (IETF draft syntax). */
@@ -118,19 +123,24 @@ export class RateLimiter {
   private seq = 0;
 
   constructor(redis: Redis) {
-    if (!('taskapiRateLimit' in redis)) redis.defineCommand('taskapiRateLimit', { numberOfKeys: 3, lua: SCRIPT });
+    if (!('taskapiRateLimit' in redis)) redis.defineCommand('taskapiRateLimit', { numberOfKeys: 4, lua: SCRIPT });
     this.redis = redis as RateLimitRedis;
   }
 
-  /** Counts one request for `keyId` if both windows allow it. Redis unavailable → 503. */
-  async consume(keyId: string, policy: RateLimitPolicy): Promise<RateLimitOutcome> {
-    const [minuteKey, dayKey] = rateLimitKeys(keyId);
+  /**
+   * Counts one request for the key if both windows allow it, and reads the status marker of
+   * `publicId` when given. Redis unavailable → 503.
+   */
+  async consume(accountId: string, keyId: string, policy: RateLimitPolicy, publicId?: string): Promise<RateLimitOutcome> {
+    const [minuteKey, dayKey] = rateLimitKeys(accountId, keyId);
     let r: number[];
     try {
       r = await this.redis.taskapiRateLimit(
         minuteKey,
         dayKey,
-        revokedMarkerKey(keyId),
+        revokedMarkerKey(accountId, keyId),
+        // A key in the same slot that never exists stands in when no task is involved.
+        taskStatusMarkerKey(accountId, publicId ?? '-'),
         policy.perMinute,
         policy.perDay,
         `${this.tag}:${++this.seq}`,
@@ -138,10 +148,10 @@ export class RateLimiter {
     } catch (err) {
       throw new ServiceUnavailableError('redis', err);
     }
-    const [outcome, mrem, mres, drem, dres, retryAfter] = r as [number, number, number, number, number, number];
+    const [outcome, mrem, mres, drem, dres, retryAfter, taskStatus] = r as [number, number, number, number, number, number, number];
     if (outcome === -1) return { kind: 'revoked' };
     const state: WindowState = { minute: { remaining: mrem, reset: mres }, day: { remaining: drem, reset: dres } };
-    if (outcome === 1) return { kind: 'accepted', state };
+    if (outcome === 1) return { kind: 'accepted', state, taskStatus: taskStatus === -1 ? null : taskStatus };
     const window = outcome === 2 ? 'day' : 'minute';
     return { kind: 'limited', window, limit: window === 'day' ? policy.perDay : policy.perMinute, retryAfter, state };
   }

@@ -13,6 +13,9 @@ export const INVALID_API_KEY = 'Invalid API key.';
 export const TRIAL_KEY_EXPIRED = 'This trial API key has expired.';
 export const RATE_LIMIT_EXCEEDED = 'Rate limit exceeded.';
 
+/** `/{public_id}` and `/{public_id}/files/...` below the task router's mount point. */
+const TASK_READ_PATH = /^\/(task_[A-Za-z0-9]{22})(?:\/|$)/;
+
 /**
  * Authenticates `X-Api-Key` and applies the key type's rate limits, in the order the spec gives:
  * missing → invalid/revoked → expired trial → rate limit. Sets `res.locals.key`.
@@ -40,7 +43,9 @@ export function apiKeyAuth(deps: {
     }
 
     const policy = config.rateLimits[key.type];
-    const outcome = await rateLimiter.consume(key.id, policy);
+    // Reads of one task also fetch its status marker, in the same round trip (task-read-cache.ts).
+    const publicId = req.method === 'GET' ? TASK_READ_PATH.exec(req.path)?.[1] : undefined;
+    const outcome = await rateLimiter.consume(key.accountId, key.id, policy, publicId);
     if (outcome.kind === 'revoked') {
       // Revoked on another replica a moment ago; its pub/sub message has not arrived here yet.
       verifier.evict(parsed.hash);
@@ -59,7 +64,9 @@ export function apiKeyAuth(deps: {
     }
     res.setHeader('RateLimit', rateLimitHeader(outcome.state));
 
-    locals(res).key = {
+    const ctx = locals(res);
+    ctx.taskStatusMarker = outcome.taskStatus;
+    ctx.key = {
       keyId: key.id,
       accountId: key.accountId,
       type: key.type,

@@ -27,6 +27,8 @@ export interface RequestLocals {
   key?: KeyPrincipal;
   session?: SessionPrincipal;
   publicId?: string;
+  /** Status marker of the task this GET is about, read with the rate limit (null: none). */
+  taskStatusMarker?: number | null;
   taskKind?: TaskKind;
   /** The raw JSON body text (task creation only), for echoing `payload` unchanged. */
   rawBody?: string;

@@ -12,7 +12,7 @@ import { parseOrThrow } from '../http/validation';
 import { cancelTask, TASK_NOT_FOUND } from '../domain/cancel-task';
 import { createTask, requestFingerprint, type IdempotencyRequest } from '../domain/create-task';
 import { createTaskSchemas, draftTask, MAX_IMAGE_BYTES } from '../domain/task-input';
-import { getTask, listTasks } from '../domain/task-queries';
+import { listTasks } from '../domain/task-queries';
 import { renderTask, taskFiles } from '../domain/task-view';
 
 export const FILE_NOT_FOUND = 'File not found.';
@@ -76,7 +76,7 @@ function sendJson(res: Response, status: number, body: string): void {
 
 /** The `/api/tasks` router: every request authenticated by API key and rate limited. */
 export function taskRoutes(deps: ApiDeps): Router {
-  const { config, db, taskQueues, logger, metrics, verifier } = deps;
+  const { config, db, redis, taskQueues, taskReadCache, logger, metrics, verifier } = deps;
   const router = Router();
   router.use(apiKeyAuth(deps));
 
@@ -143,16 +143,21 @@ export function taskRoutes(deps: ApiDeps): Router {
     sendJson(res, 200, `{"data":[${rows.map((r) => renderTask(r, base)).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`);
   });
 
+  const readTask = (res: Response, publicId: string) =>
+    taskReadCache.get(keyPrincipal(res).accountId, publicId, locals(res).taskStatusMarker ?? null);
+
   router.get('/:publicId', async (req, res) => {
     const publicId = taskIdParam(res, req.params.publicId);
-    const row = await getTask(db.pool, keyPrincipal(res).accountId, publicId);
+    const row = await readTask(res, publicId);
     if (!row) throw new HttpError(404, TASK_NOT_FOUND);
     sendJson(res, 200, renderTask(row, baseUrl(req, config.publicBaseUrl)));
   });
 
   router.post('/:publicId/cancel', async (req, res) => {
     const publicId = taskIdParam(res, req.params.publicId);
-    const row = await cancelTask(db.pool, keyPrincipal(res).accountId, publicId);
+    const accountId = keyPrincipal(res).accountId;
+    const row = await cancelTask({ pool: db.pool, redis }, accountId, publicId);
+    taskReadCache.put(accountId, row);
     // Best effort: a waiting job is dropped now; one already running sees status 40 and stops.
     await taskQueues.queues[row.kind as TaskKind].remove(taskJobId(publicId)).catch(() => undefined);
     sendJson(res, 200, renderTask(row, baseUrl(req, config.publicBaseUrl)));
@@ -160,7 +165,7 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   router.get('/:publicId/files/:name', async (req, res) => {
     const publicId = taskIdParam(res, req.params.publicId);
-    const row = await getTask(db.pool, keyPrincipal(res).accountId, publicId);
+    const row = await readTask(res, publicId);
     if (!row) throw new HttpError(404, TASK_NOT_FOUND);
     const name = req.params.name;
     const file = name && FILE_NAME.test(name) ? taskFiles(row).find((f) => f.name === name) : undefined;

@@ -1,0 +1,46 @@
+import { isTerminalStatus } from './task-rules';
+
+// Every committed status change of a task is mirrored to a small Redis key, written *after* the
+// commit and *before* anything else observes the change (the API's response, the webhook job).
+// API replicas cache task rows in memory and check this marker on every read, inside the same
+// rate-limit script round trip, so a cached row is served only while its status is still current.
+//
+// Statuses only move forward (0 → 10 → 20/30/40), so the marker keeps the highest status it was
+// given: late or reordered writers can never move it back.
+
+/** The marker shares the account's hash tag with the rate-limit keys (one Redis Cluster slot). */
+export function taskStatusMarkerKey(accountId: string, publicId: string): string {
+  return `taskapi:task:{${accountId}}:${publicId}:status`;
+}
+
+// Long enough for any in-flight writer; readers treat a missing marker as "unknown" and go to
+// PostgreSQL, so expiry only costs a database read.
+const NON_TERMINAL_TTL_SECONDS = 24 * 3600;
+const TERMINAL_TTL_SECONDS = 3600;
+
+const RECORD_MAX_SCRIPT = `
+local current = redis.call('GET', KEYS[1])
+if current and tonumber(current) >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1`;
+
+/** The subset of an ioredis client used here. */
+export interface MarkerRedis {
+  eval(script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
+  set(key: string, value: string | number, ex: 'EX', seconds: number, nx: 'NX'): Promise<unknown>;
+}
+
+/** Records a committed status change. Call after the commit, before the change is announced. */
+export async function recordTaskStatus(redis: MarkerRedis, accountId: string, publicId: string, status: number): Promise<void> {
+  const ttl = isTerminalStatus(status) ? TERMINAL_TTL_SECONDS : NON_TERMINAL_TTL_SECONDS;
+  await redis.eval(RECORD_MAX_SCRIPT, 1, taskStatusMarkerKey(accountId, publicId), status, ttl);
+}
+
+/**
+ * Sets the marker of a task read from PostgreSQL when Redis has none (e.g. after Redis lost its
+ * data). NX: a writer's newer status always wins over a reader's.
+ */
+export async function seedTaskStatus(redis: MarkerRedis, accountId: string, publicId: string, status: number): Promise<void> {
+  if (isTerminalStatus(status)) return;
+  await redis.set(taskStatusMarkerKey(accountId, publicId), status, 'EX', NON_TERMINAL_TTL_SECONDS, 'NX');
+}

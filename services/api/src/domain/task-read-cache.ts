@@ -1,0 +1,77 @@
+import type pg from 'pg';
+import { isTerminalStatus, seedTaskStatus, type MarkerRedis } from '@taskapi/domain';
+import type { Logger } from '@taskapi/logger';
+import { getTask } from './task-queries';
+import type { TaskRow } from './task-view';
+
+interface Entry {
+  accountId: string;
+  row: TaskRow;
+  storedAt: number;
+}
+
+export interface TaskReadCacheOptions {
+  /**
+   * Upper bound on serving a non-terminal row without re-reading it, for the one case the status
+   * marker cannot cover: a writer that died between its commit and its marker update.
+   */
+  maxAgeMs?: number;
+  maxEntries?: number;
+}
+
+/**
+ * In-process cache of task rows for `GET /api/tasks/{id}` (clients poll it). A row is served from
+ * memory when it is terminal (it never changes again) or when the task's status marker in Redis,
+ * fetched in the same round trip as the rate limit, still equals the cached status. Anything else
+ * reads PostgreSQL. Writers record the marker after commit and before anyone is told of the
+ * change, so every reader — on any replica — sees a change once its writer has reported it.
+ */
+export class TaskReadCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly maxAgeMs: number;
+  private readonly maxEntries: number;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly redis: MarkerRedis,
+    private readonly logger: Logger,
+    opts: TaskReadCacheOptions = {},
+  ) {
+    this.maxAgeMs = opts.maxAgeMs ?? 5_000;
+    this.maxEntries = opts.maxEntries ?? 20_000;
+  }
+
+  /**
+   * The account's task, or null.
+   * @param markerStatus the task's status marker as the rate-limit script returned it (null: none).
+   */
+  async get(accountId: string, publicId: string, markerStatus: number | null): Promise<TaskRow | null> {
+    const now = Date.now();
+    const cached = this.entries.get(publicId);
+    if (cached && cached.accountId === accountId) {
+      if (isTerminalStatus(cached.row.status)) return cached.row;
+      if (markerStatus === cached.row.status && now - cached.storedAt < this.maxAgeMs) return cached.row;
+    }
+    const row = await getTask(this.pool, accountId, publicId);
+    if (!row) return null;
+    this.put(accountId, row, now);
+    if (markerStatus === null && !isTerminalStatus(row.status)) {
+      seedTaskStatus(this.redis, accountId, publicId, row.status).catch((err: unknown) =>
+        this.logger.warn('could not seed task status marker', { public_id: publicId, error: err }),
+      );
+    }
+    return row;
+  }
+
+  /** Stores a row this process just wrote or read. */
+  put(accountId: string, row: TaskRow, now = Date.now()): void {
+    if (this.entries.size >= this.maxEntries && !this.entries.has(row.public_id)) {
+      let n = Math.ceil(this.maxEntries / 10);
+      for (const k of this.entries.keys()) {
+        this.entries.delete(k);
+        if (--n === 0) break;
+      }
+    }
+    this.entries.set(row.public_id, { accountId, row, storedAt: now });
+  }
+}
