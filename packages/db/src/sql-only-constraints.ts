@@ -26,3 +26,6 @@ export const SQL_ONLY_CONSTRAINTS: ReadonlyArray<{ table: string; name: string; 
   },
   { table: 'webhook_deliveries', name: 'webhook_deliveries_task_status_terminal', check: 'task_status IN (20, 30)' },
 ];
+
+/** Functions created by migration SQL (the schema language has no functions). */
+export const SQL_ONLY_FUNCTIONS: readonly string[] = ['create_tasks'];

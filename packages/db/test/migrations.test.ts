@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { TEST_DATABASE_URL } from '@taskapi/testing';
-import { applyMigrations, listMigrations, MIGRATIONS_DIR, SQL_ONLY_CONSTRAINTS } from '../src';
+import { applyMigrations, listMigrations, MIGRATIONS_DIR, SQL_ONLY_CONSTRAINTS, SQL_ONLY_FUNCTIONS } from '../src';
 
 // Prisma's own reading of prisma/schema.prisma, written by the dmmf-snapshot generator.
 import dmmf from '../src/generated/dmmf.json';
@@ -228,6 +228,13 @@ describe('the migrated database matches prisma/schema.prisma', () => {
         JOIN pg_namespace s ON s.oid = t.relnamespace WHERE c.contype = 'c' AND s.nspname = 'public'`,
     );
     expect(rows.map((r) => `${r.table}.${r.name}`).sort()).toEqual(SQL_ONLY_CONSTRAINTS.map((c) => `${c.table}.${c.name}`).sort());
+  });
+
+  it('has exactly the documented SQL-only functions', async () => {
+    const { rows } = await client.query<{ proname: string }>(
+      "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'",
+    );
+    expect(rows.map((r) => r.proname).sort()).toEqual([...SQL_ONLY_FUNCTIONS].sort());
   });
 
   it('the CHECK constraints hold', async () => {

@@ -7,6 +7,8 @@ export interface TaskQueues {
   queues: Readonly<Record<TaskKind, Queue<TaskJob>>>;
   /** Adds the task's job (idempotent: the job id is the task's public id). */
   enqueue(kind: TaskKind, publicId: string): Promise<void>;
+  /** Adds several tasks' jobs of one kind in one Redis round trip. */
+  enqueueMany(kind: TaskKind, publicIds: readonly string[]): Promise<void>;
 }
 
 /** Producer-side queues of every task kind, sharing one Redis connection. */
@@ -22,6 +24,12 @@ export function createTaskQueues(connection: Redis): TaskQueues {
     async enqueue(kind, publicId) {
       const data = TASK_QUEUES[kind].schema.parse({ public_id: publicId });
       await queues[kind].add(kind, data, { jobId: taskJobId(publicId) });
+    },
+    async enqueueMany(kind, publicIds) {
+      const schema = TASK_QUEUES[kind].schema;
+      await queues[kind].addBulk(
+        publicIds.map((publicId) => ({ name: kind, data: schema.parse({ public_id: publicId }), opts: { jobId: taskJobId(publicId) } })),
+      );
     },
   };
 }

@@ -3,7 +3,10 @@ import type { Config } from '@taskapi/config';
 import { createDatabase, type Database } from '@taskapi/db';
 import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, type TaskQueues } from '@taskapi/queue';
+import type { TaskKind } from '@taskapi/domain';
+import { TaskCreator } from './domain/create-task';
 import { KeyCache } from './domain/key-cache';
+import { Batcher } from './infra/batcher';
 import { RateLimiter } from './domain/rate-limit';
 import { SessionService } from './domain/sessions';
 import { TaskReadCache } from './domain/task-read-cache';
@@ -25,6 +28,9 @@ export interface ApiDeps {
   taskQueues: TaskQueues;
   verifier: ApiKeyVerifier;
   taskReadCache: TaskReadCache;
+  taskCreator: TaskCreator;
+  /** Adds task jobs after commit, batching concurrent ones per kind into one Redis round trip. */
+  enqueueTask(kind: TaskKind, publicId: string): Promise<void>;
   rateLimiter: RateLimiter;
   sessions: SessionService;
   metrics: ApiMetrics;
@@ -49,6 +55,11 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   await Promise.all([waitForRedis(redis), waitForRedis(queueRedis)]);
 
   const keyCache = new KeyCache();
+  const verifier = new ApiKeyVerifier(db.pool, keyCache, logger);
+  const enqueuer = new Batcher<TaskKind, string, void>(async (kind, ids) => {
+    await taskQueues.enqueueMany(kind, ids);
+    return ids.map(() => undefined);
+  });
   await keyCache.listen(subscriber, logger);
   const taskQueues = createTaskQueues(queueRedis);
 
@@ -60,8 +71,10 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     subscriber,
     queueRedis,
     taskQueues,
-    verifier: new ApiKeyVerifier(db.pool, keyCache, logger),
+    verifier,
     taskReadCache: new TaskReadCache(db.pool, redis, logger),
+    taskCreator: new TaskCreator(db.pool, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
+    enqueueTask: (kind, publicId) => enqueuer.submit(kind, publicId),
     rateLimiter: new RateLimiter(redis),
     sessions: new SessionService(config.jwtSecret, redis),
     metrics: createMetrics(opts),

@@ -99,6 +99,53 @@ describe('credits under concurrency', () => {
     expect((await api.deps.db.prisma.account.findUniqueOrThrow({ where: { id: account.id } })).paidBalance).toBe(10);
   });
 
+  it('a batch is decided in order, exactly as one request after another', async () => {
+    const account = await seedAccount(api, { credits: 11 });
+    const key = await createKey(api, account, { type: 'paid' });
+    const ids = [newId('task'), newId('task'), newId('task'), newId('task')];
+    const { rows } = await api.deps.db.pool.query(
+      `SELECT * FROM create_tasks($1, NULL, $2::text[], $3::text[], $4::task_kind[], $5::json[], $6::json[], $7::text[], $8::int[], $9::text[], $10::bytea[])`,
+      [
+        account.id,
+        ids,
+        ids.map(() => key.id),
+        ['video-generation', 'image-generation', 'face-detection', 'face-detection'],
+        ids.map(() => '{"prompt":"p"}'),
+        [null, '{"n": 1}', null, null],
+        ids.map(() => null),
+        [10, 2, 1, 1],
+        ids.map(() => null),
+        ids.map(() => null),
+      ],
+    );
+    // 11 credits: the video (10) fits, the image (2) does not, the first face (1) does, the second does not.
+    expect(rows.map((r) => [r.ordinal, r.task_id !== null, r.available])).toEqual([
+      [1, true, 1],
+      [2, false, 1],
+      [3, true, 0],
+      [4, false, 0],
+    ]);
+    expect((await api.deps.db.prisma.account.findUniqueOrThrow({ where: { id: account.id } })).paidBalance).toBe(0);
+    const tasks = await api.deps.db.prisma.task.findMany({ where: { accountId: account.id }, orderBy: { id: 'asc' } });
+    expect(tasks.map((t) => t.publicId)).toEqual([ids[0], ids[2]]);
+    expect(await paidLedgerSum(api, account)).toBe(0);
+  });
+
+  it('one request that the database refuses does not fail the others batched with it', async () => {
+    const account = await seedAccount(api, { credits: 100 });
+    const key = await createKey(api, account, { type: 'paid' });
+    const principal = { keyId: key.id, accountId: account.id, type: 'paid' as const, grantId: null, keyPrefix: key.prefix };
+    const draft = (payloadText: string | null) => ({ kind: 'face-detection' as const, input: { image_url: 'https://img.example/a.png' }, payloadText, callbackUrl: null, upload: null });
+    // Not valid JSON: impossible through HTTP validation, so it stands in for any statement failure.
+    const results = await Promise.allSettled(
+      [...Array(5).fill('{"ok":1}'), '{not json', ...Array(5).fill('{"ok":2}')].map((p: string) => api.deps.taskCreator.create(principal, draft(p), 1)),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1);
+    expect((await api.deps.db.prisma.account.findUniqueOrThrow({ where: { id: account.id } })).paidBalance).toBe(90);
+    expect(await paidLedgerSum(api, account)).toBe(90);
+  });
+
   it('the database refuses a negative balance outright', async () => {
     const account = await seedAccount(api, { credits: 1 });
     await expect(api.deps.db.pool.query('UPDATE accounts SET paid_balance = paid_balance - 2 WHERE id = $1', [account.id])).rejects.toThrow(

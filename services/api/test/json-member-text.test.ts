@@ -1,4 +1,4 @@
-import { minifyJsonText, topLevelMemberText } from '../src/domain/json-member-text';
+import { jsonDepth, minifyJsonText, topLevelMemberText } from '../src/domain/json-member-text';
 
 describe('topLevelMemberText', () => {
   it('returns the exact source text of a member, minified', () => {
@@ -32,5 +32,14 @@ describe('topLevelMemberText', () => {
       const text = JSON.stringify(obj, null, i % 3);
       expect(JSON.parse(topLevelMemberText(text, 'payload') as string)).toEqual(obj.payload);
     }
+  });
+});
+
+describe('jsonDepth', () => {
+  it('counts container nesting outside strings', () => {
+    expect(jsonDepth('1')).toBe(0);
+    expect(jsonDepth('[]')).toBe(1);
+    expect(jsonDepth('{"a":[{"b":[]}]}')).toBe(4);
+    expect(jsonDepth('["[[[[", {"k": "]]]"}]')).toBe(2);
   });
 });

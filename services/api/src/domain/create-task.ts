@@ -4,40 +4,20 @@ import { TaskStatus } from '@taskapi/domain';
 import { sha256Hex } from '@taskapi/crypto';
 import { HttpError, conflict } from '../http/errors';
 import type { KeyPrincipal } from '../http/request-context';
+import { TRIAL_KEY_EXPIRED } from '../http/api-key-auth';
+import { Batcher } from '../infra/batcher';
 import type { TaskDraft } from './task-input';
 import type { TaskRow } from './task-view';
 import { getTaskById } from './task-queries';
-import { TRIAL_KEY_EXPIRED } from '../http/api-key-auth';
 
 export const INSUFFICIENT_CREDITS = 'Insufficient credits.';
 export const IDEMPOTENCY_KEY_REUSED = 'This Idempotency-Key was already used with a different request.';
 
-// Charge and create in one statement (one implicit transaction, one round trip). The conditional
-// UPDATE is the whole concurrency story: PostgreSQL row-locks the balance (or grant) row, and
-// re-checks `>= cost` after any concurrent charge commits, so balances can never go negative.
-// Exactly one of the two charges applies: paid balance when $4 (grant) is null, else the grant.
-const CREATE_TASK_SQL = `
-WITH paid AS (
-  UPDATE accounts SET paid_balance = paid_balance - $9
-   WHERE $4::text IS NULL AND id = $2 AND paid_balance >= $9
-  RETURNING id
-), trial AS (
-  UPDATE trial_grants SET quota_remaining = quota_remaining - $9
-   WHERE $4::text IS NOT NULL AND id = $4 AND account_id = $2 AND expires_at > now() AND quota_remaining >= $9
-  RETURNING id
-), t AS (
-  INSERT INTO tasks (public_id, account_id, api_key_id, grant_id, kind, input, payload, callback_url, cost)
-  SELECT $1, $2, $3, $4, $5::task_kind, $6::json, $7::json, $8, $9
-    FROM (SELECT id FROM paid UNION ALL SELECT id FROM trial) charged
-  RETURNING id, created_at
-), ledger AS (
-  INSERT INTO credit_ledger (account_id, grant_id, task_id, entry_type, amount)
-  SELECT $2, $4, id, 'charge', -$9::int FROM t
-), upload AS (
-  INSERT INTO task_inputs (task_id, content_type, data)
-  SELECT id, $10, $11 FROM t WHERE $11::bytea IS NOT NULL
-)
-SELECT id, created_at FROM t`;
+// The charge and the inserts happen in the `create_tasks` function (migration
+// 20261122000000_create_tasks_function): one call charges one payer for a batch of creations.
+const CREATE_TASKS_SQL = `
+SELECT ordinal, task_id, created_at, available, grant_expired
+  FROM create_tasks($1, $2, $3::text[], $4::text[], $5::task_kind[], $6::json[], $7::json[], $8::text[], $9::int[], $10::text[], $11::bytea[])`;
 
 // Inserts the key, or takes over a record older than 24 h; returns nothing when a live record exists.
 const CLAIM_IDEMPOTENCY_KEY_SQL = `
@@ -50,6 +30,9 @@ RETURNING task_id`;
 const FIND_IDEMPOTENCY_KEY_SQL = `
 SELECT fingerprint, task_id FROM idempotency_keys
  WHERE account_id = $1 AND key = $2 AND created_at > now() - interval '24 hours'`;
+
+/** Batches stop growing at this many bytes of uploaded images. */
+const MAX_BATCH_UPLOAD_BYTES = 16 * 1024 * 1024;
 
 export interface IdempotencyRequest {
   key: string;
@@ -79,137 +62,176 @@ export function requestFingerprint(kind: string, body: unknown): string {
   return sha256Hex(`${kind}\n${JSON.stringify(canonical(body))}`);
 }
 
-export interface CreateTaskDeps {
-  pool: pg.Pool;
-  /** Prefixes for the expired-trial 401, when a grant expires between authentication and charge. */
-  activeTrialPrefixes(accountId: string, exceptKeyId: string): Promise<string[]>;
+interface Creation {
+  principal: KeyPrincipal;
+  draft: TaskDraft;
+  cost: number;
+  publicId: string;
+  inputText: string;
+}
+
+interface Decision {
+  taskId: string | null;
+  createdAt: Date | null;
+  available: number;
+  grantExpired: boolean;
+}
+
+interface Queryable {
+  query: pg.Pool['query'];
+}
+
+/** Who pays: an account's paid balance, or one trial grant. Creations for one payer are batched. */
+function payerOf(p: KeyPrincipal): string {
+  return p.type === 'trial' && p.grantId ? `grant:${p.grantId}` : `paid:${p.accountId}`;
+}
+
+async function decide(db: Queryable, batch: Creation[]): Promise<Decision[]> {
+  const first = batch[0] as Creation;
+  const grantId = first.principal.type === 'trial' ? first.principal.grantId : null;
+  const { rows } = await db.query<{ ordinal: number; task_id: string | null; created_at: Date | null; available: number; grant_expired: boolean }>({
+    name: 'create-tasks',
+    text: CREATE_TASKS_SQL,
+    values: [
+      first.principal.accountId,
+      grantId,
+      batch.map((c) => c.publicId),
+      batch.map((c) => c.principal.keyId),
+      batch.map((c) => c.draft.kind),
+      batch.map((c) => c.inputText),
+      batch.map((c) => c.draft.payloadText),
+      batch.map((c) => c.draft.callbackUrl),
+      batch.map((c) => c.cost),
+      batch.map((c) => c.draft.upload?.contentType ?? null),
+      batch.map((c) => c.draft.upload?.data ?? null),
+    ],
+  });
+  return rows.map((r) => ({ taskId: r.task_id, createdAt: r.created_at, available: r.available, grantExpired: r.grant_expired }));
 }
 
 /**
- * Charges the caller and records the task, atomically. Throws 402 when credits are short.
- * With an idempotency key, the same key and body within 24 h returns the first task (charged once)
- * and a different body is a 409.
+ * Charges the caller and records tasks. Concurrent creations for the same payer are decided
+ * together in one database call (see `create_tasks`), in arrival order: never an overdraft, and
+ * one balance-row lock and one commit per batch instead of per task.
  */
-export async function createTask(
-  deps: CreateTaskDeps,
-  principal: KeyPrincipal,
-  draft: TaskDraft,
-  cost: number,
-  idempotency?: IdempotencyRequest,
-): Promise<CreateTaskResult> {
-  if (idempotency) {
-    const earlier = await findIdempotent(deps.pool, principal.accountId, idempotency);
-    if (earlier) return earlier;
-  }
-  const publicId = newId('task');
-  const inputText = JSON.stringify(draft.input);
-  const values = [
-    publicId,
-    principal.accountId,
-    principal.keyId,
-    principal.type === 'trial' ? principal.grantId : null,
-    draft.kind,
-    inputText,
-    draft.payloadText,
-    draft.callbackUrl,
-    cost,
-    draft.upload?.contentType ?? null,
-    draft.upload?.data ?? null,
-  ];
+export class TaskCreator {
+  private readonly batcher: Batcher<string, Creation, Decision | Error>;
 
-  let created: { id: string; created_at: Date } | undefined;
-  if (!idempotency) {
-    const { rows } = await deps.pool.query<{ id: string; created_at: Date }>({ name: 'create-task', text: CREATE_TASK_SQL, values });
-    created = rows[0];
-  } else {
-    const client = await deps.pool.connect();
+  constructor(
+    private readonly pool: pg.Pool,
+    /** Prefixes for the expired-trial 401, when a grant expires between authentication and charge. */
+    private readonly activeTrialPrefixes: (accountId: string, exceptKeyId: string) => Promise<string[]>,
+  ) {
+    this.batcher = new Batcher((_payer, batch) => this.flush(batch), {
+      maxItems: 100,
+      weight: (c) => c.draft.upload?.data.length ?? 0,
+      maxWeight: MAX_BATCH_UPLOAD_BYTES,
+    });
+  }
+
+  /**
+   * Throws 402 when credits are short. With an idempotency key, the same key and body within 24 h
+   * returns the first task (charged once) and a different body is a 409.
+   */
+  async create(principal: KeyPrincipal, draft: TaskDraft, cost: number, idempotency?: IdempotencyRequest): Promise<CreateTaskResult> {
+    const creation: Creation = { principal, draft, cost, publicId: newId('task'), inputText: JSON.stringify(draft.input) };
+    let decision: Decision;
+    if (!idempotency) {
+      const outcome = await this.batcher.submit(payerOf(principal), creation);
+      if (outcome instanceof Error) throw outcome;
+      decision = outcome;
+    } else {
+      const earlier = await this.findIdempotent(principal.accountId, idempotency);
+      if (earlier) return earlier;
+      decision = await this.createIdempotently(creation, idempotency);
+      if (!decision.taskId) {
+        // Either a concurrent twin won the key, or credits ran out (possibly spent by that twin).
+        const twin = await this.findIdempotent(principal.accountId, idempotency);
+        if (twin) return twin;
+      }
+    }
+    if (!decision.taskId || !decision.createdAt) throw await this.refusal(creation, decision);
+    return {
+      replayed: false,
+      row: {
+        id: decision.taskId,
+        public_id: creation.publicId,
+        kind: draft.kind,
+        status: TaskStatus.queued,
+        error_code: null,
+        input: creation.inputText,
+        payload: draft.payloadText,
+        callback_url: draft.callbackUrl,
+        cost,
+        created_at: decision.createdAt,
+        started_at: null,
+        finished_at: null,
+        result: null,
+        files: '[]',
+      },
+    };
+  }
+
+  /** One call for the batch; if it fails, each creation alone, so one bad request fails only itself. */
+  private async flush(batch: Creation[]): Promise<Array<Decision | Error>> {
+    try {
+      return await decide(this.pool, batch);
+    } catch (err) {
+      if (batch.length === 1) return [err instanceof Error ? err : new Error(String(err))];
+      const single = await Promise.allSettled(batch.map((c) => decide(this.pool, [c])));
+      return single.map((s) => (s.status === 'fulfilled' ? (s.value[0] as Decision) : s.reason instanceof Error ? s.reason : new Error(String(s.reason))));
+    }
+  }
+
+  private async createIdempotently(creation: Creation, idempotency: IdempotencyRequest): Promise<Decision> {
+    const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      const { rows } = await client.query<{ id: string; created_at: Date }>({ name: 'create-task', text: CREATE_TASK_SQL, values });
-      created = rows[0];
-      if (created) {
+      const [decision] = (await decide(client, [creation])) as [Decision];
+      let committed = false;
+      if (decision.taskId) {
         // Blocks while a concurrent request holds the same key, then sees its committed record.
         const claim = await client.query({
           name: 'claim-idempotency-key',
           text: CLAIM_IDEMPOTENCY_KEY_SQL,
-          values: [principal.accountId, idempotency.key, idempotency.fingerprint, created.id],
+          values: [creation.principal.accountId, idempotency.key, idempotency.fingerprint, decision.taskId],
         });
-        if (claim.rowCount === 0) created = undefined;
+        committed = claim.rowCount === 1;
       }
-      await client.query(created ? 'COMMIT' : 'ROLLBACK');
+      await client.query(committed ? 'COMMIT' : 'ROLLBACK');
+      return committed ? decision : { ...decision, taskId: null, createdAt: null };
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
       client.release();
     }
-    if (!created) {
-      // Either a concurrent twin won the key, or credits ran out (possibly spent by that twin).
-      const earlier = await findIdempotent(deps.pool, principal.accountId, idempotency);
-      if (earlier) return earlier;
-    }
   }
 
-  if (!created) throw await insufficientCredits(deps, principal, cost);
-  return {
-    replayed: false,
-    row: {
-      id: created.id,
-      public_id: publicId,
-      kind: draft.kind,
-      status: TaskStatus.queued,
-      error_code: null,
-      input: inputText,
-      payload: draft.payloadText,
-      callback_url: draft.callbackUrl,
-      cost,
-      created_at: created.created_at,
-      started_at: null,
-      finished_at: null,
-      result: null,
-      files: '[]',
-    },
-  };
-}
-
-async function findIdempotent(pool: pg.Pool, accountId: string, req: IdempotencyRequest): Promise<CreateTaskResult | null> {
-  const { rows } = await pool.query<{ fingerprint: string; task_id: string }>({
-    name: 'find-idempotency-key',
-    text: FIND_IDEMPOTENCY_KEY_SQL,
-    values: [accountId, req.key],
-  });
-  const found = rows[0];
-  if (!found) return null;
-  if (found.fingerprint !== req.fingerprint) throw conflict(IDEMPOTENCY_KEY_REUSED);
-  const task = await getTaskById(pool, found.task_id);
-  if (!task) return null;
-  // The replay is the first response again: the task as it was created.
-  return {
-    replayed: true,
-    row: { ...task, status: TaskStatus.queued, error_code: null, started_at: null, finished_at: null, result: null, files: '[]' },
-  };
-}
-
-async function insufficientCredits(deps: CreateTaskDeps, principal: KeyPrincipal, cost: number): Promise<HttpError> {
-  let available: number;
-  if (principal.type === 'trial' && principal.grantId) {
-    const { rows } = await deps.pool.query<{ quota_remaining: number; expired: boolean }>({
-      name: 'grant-availability',
-      text: 'SELECT quota_remaining, expires_at <= now() AS expired FROM trial_grants WHERE id = $1',
-      values: [principal.grantId],
+  private async findIdempotent(accountId: string, req: IdempotencyRequest): Promise<CreateTaskResult | null> {
+    const { rows } = await this.pool.query<{ fingerprint: string; task_id: string }>({
+      name: 'find-idempotency-key',
+      text: FIND_IDEMPOTENCY_KEY_SQL,
+      values: [accountId, req.key],
     });
-    if (rows[0]?.expired) {
-      const prefixes = await deps.activeTrialPrefixes(principal.accountId, principal.keyId);
+    const found = rows[0];
+    if (!found) return null;
+    if (found.fingerprint !== req.fingerprint) throw conflict(IDEMPOTENCY_KEY_REUSED);
+    const task = await getTaskById(this.pool, found.task_id);
+    if (!task) return null;
+    // The replay is the first response again: the task as it was created.
+    return {
+      replayed: true,
+      row: { ...task, status: TaskStatus.queued, error_code: null, started_at: null, finished_at: null, result: null, files: '[]' },
+    };
+  }
+
+  private async refusal(creation: Creation, decision: Decision): Promise<HttpError> {
+    const { principal, cost } = creation;
+    if (decision.grantExpired) {
+      const prefixes = await this.activeTrialPrefixes(principal.accountId, principal.keyId);
       return new HttpError(401, TRIAL_KEY_EXPIRED, { active_key_prefixes: prefixes });
     }
-    available = rows[0]?.quota_remaining ?? 0;
-  } else {
-    const { rows } = await deps.pool.query<{ paid_balance: number }>({
-      name: 'paid-balance',
-      text: 'SELECT paid_balance FROM accounts WHERE id = $1',
-      values: [principal.accountId],
-    });
-    available = rows[0]?.paid_balance ?? 0;
+    return new HttpError(402, INSUFFICIENT_CREDITS, { required: cost, available: decision.available });
   }
-  return new HttpError(402, INSUFFICIENT_CREDITS, { required: cost, available });
 }

@@ -46,6 +46,19 @@ function skipValue(s: string, i: number): number {
   return i;
 }
 
+/** Deepest nesting of arrays and objects in valid JSON text (0 for a scalar). */
+export function jsonDepth(s: string): number {
+  let depth = 0;
+  let max = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === '"') i = skipString(s, i) - 1;
+    else if (c === '{' || c === '[') max = Math.max(max, ++depth);
+    else if (c === '}' || c === ']') depth--;
+  }
+  return max;
+}
+
 /** JSON text without insignificant whitespace; strings are copied byte for byte. */
 export function minifyJsonText(s: string): string {
   let out = '';

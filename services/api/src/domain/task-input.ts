@@ -1,12 +1,14 @@
 import { z } from 'zod';
 import type { TaskKind } from '@taskapi/domain';
 import { badRequest } from '../http/errors';
-import { topLevelMemberText } from './json-member-text';
+import { jsonDepth, topLevelMemberText } from './json-member-text';
 
 /** Largest decoded `image_base64` (8 MiB). */
 export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 /** Largest `payload`, as minified JSON text. */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
+/** Deepest nesting of arrays/objects in `payload`. */
+export const MAX_PAYLOAD_DEPTH = 64;
 export const MAX_URL_LENGTH = 2048;
 
 function isHttpsUrl(value: string): boolean {
@@ -121,6 +123,9 @@ export function draftTask(kind: TaskKind, body: Record<string, unknown>, rawBody
     payloadText = topLevelMemberText(rawBody, 'payload') ?? JSON.stringify(payload);
     if (Buffer.byteLength(payloadText) > MAX_PAYLOAD_BYTES) {
       throw badRequest(`Invalid field "payload": must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON.`);
+    }
+    if (jsonDepth(payloadText) > MAX_PAYLOAD_DEPTH) {
+      throw badRequest(`Invalid field "payload": must be nested at most ${MAX_PAYLOAD_DEPTH} levels deep.`);
     }
   }
   let upload: ImageUpload | null = null;

@@ -10,7 +10,7 @@ import { HttpError, badRequest } from '../http/errors';
 import { baseUrl, keyPrincipal, locals } from '../http/request-context';
 import { parseOrThrow } from '../http/validation';
 import { cancelTask, TASK_NOT_FOUND } from '../domain/cancel-task';
-import { createTask, requestFingerprint, type IdempotencyRequest } from '../domain/create-task';
+import { requestFingerprint, type IdempotencyRequest } from '../domain/create-task';
 import { createTaskSchemas, draftTask, MAX_IMAGE_BYTES } from '../domain/task-input';
 import { listTasks } from '../domain/task-queries';
 import { renderTask, taskFiles } from '../domain/task-view';
@@ -76,7 +76,7 @@ function sendJson(res: Response, status: number, body: string): void {
 
 /** The `/api/tasks` router: every request authenticated by API key and rate limited. */
 export function taskRoutes(deps: ApiDeps): Router {
-  const { config, db, redis, taskQueues, taskReadCache, logger, metrics, verifier } = deps;
+  const { config, db, redis, taskQueues, taskReadCache, taskCreator, enqueueTask, logger, metrics } = deps;
   const router = Router();
   router.use(apiKeyAuth(deps));
 
@@ -102,20 +102,14 @@ export function taskRoutes(deps: ApiDeps): Router {
         idempotency = { key: idempotencyKey, fingerprint: requestFingerprint(kind, req.body) };
       }
 
-      const { row, replayed } = await createTask(
-        { pool: db.pool, activeTrialPrefixes: (a, k) => verifier.activeTrialPrefixes(a, k) },
-        principal,
-        draft,
-        config.taskCosts[kind],
-        idempotency,
-      );
+      const { row, replayed } = await taskCreator.create(principal, draft, config.taskCosts[kind], idempotency);
       locals(res).publicId = row.public_id;
       if (replayed) {
         res.setHeader('Idempotent-Replayed', 'true');
       } else {
         metrics.tasksCreated.inc({ kind, key_type: principal.type });
         try {
-          await taskQueues.enqueue(kind, row.public_id);
+          await enqueueTask(kind, row.public_id);
         } catch (err) {
           // The task is committed and paid for; the sweeper enqueues queued tasks Redis does not know.
           logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
