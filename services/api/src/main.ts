@@ -3,6 +3,7 @@ import { loadConfig } from '@taskapi/config';
 import { createLogger } from '@taskapi/logger';
 import { createApp } from './app';
 import { createApiDeps } from './deps';
+import { startHousekeeping } from './domain/housekeeping';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -17,6 +18,7 @@ async function main(): Promise<void> {
   server.requestTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   const address = server.address();
+  const stopHousekeeping = startHousekeeping(deps.db.pool, logger);
   logger.info('api listening', { port: typeof address === 'object' && address ? address.port : config.port, host: config.host });
 
   let stopping = false;
@@ -29,6 +31,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }, 20_000).unref();
     // Stop accepting connections, let in-flight requests finish, then close pools.
+    stopHousekeeping();
     server.close();
     server.closeIdleConnections();
     await new Promise<void>((resolve) => server.once('close', resolve));

@@ -4,6 +4,7 @@ import { finishTask, TaskStatus } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
 import { TASK_QUEUES } from '@taskapi/queue';
 import type { TestResponse } from '@taskapi/testing';
+import { purgeExpiredIdempotencyKeys } from '../src/domain/housekeeping';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
 const FIXTURES = path.resolve(__dirname, '../../../test/fixtures');
@@ -234,6 +235,20 @@ describe('tasks API', () => {
       const results = await Promise.all(Array.from({ length: 5 }, () => create('image-generation', { prompt: 'p' }, headers)));
       expect(results.map((r) => r.status)).toEqual(Array(5).fill(201));
       expect(await balance(acct)).toBe(0);
+    });
+
+    it('forgets keys after 24 hours: the purge removes them and the key can be used afresh', async () => {
+      const idem = newId('request');
+      const headers = { ...withKey(key), 'idempotency-key': idem };
+      const first = await create('image-generation', { prompt: 'old' }, headers);
+      await api.deps.db.pool.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", [idem]);
+      // Older than 24 h: no longer a replay, and the record is taken over.
+      const second = await create('image-generation', { prompt: 'new' }, headers);
+      expect(second.status).toBe(201);
+      expect(second.body.public_id).not.toBe(first.body.public_id);
+      await api.deps.db.pool.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", [idem]);
+      expect(await purgeExpiredIdempotencyKeys(api.deps.db.pool)).toBeGreaterThanOrEqual(1);
+      expect((await api.deps.db.pool.query('SELECT 1 FROM idempotency_keys WHERE key = $1', [idem])).rowCount).toBe(0);
     });
 
     it('rejects malformed idempotency keys', async () => {

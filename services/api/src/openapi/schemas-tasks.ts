@@ -25,7 +25,8 @@ const CALLBACK_URL: OpenApiObject = {
 
 const PAYLOAD: OpenApiObject = {
   description:
-    'Any JSON value of at most 64 KiB (65536 bytes, measured without insignificant whitespace). Stored and echoed in the ' +
+    'Any JSON value of at most 64 KiB (65536 bytes, measured without insignificant whitespace) and at most 64 levels of ' +
+    'nested arrays/objects. Stored and echoed in the ' +
     'task and the webhook exactly as sent: same key order, same number lexemes (`1.0`, `12345678901234567890`), same ' +
     'string escapes; only whitespace between tokens is dropped. JSON `null` or absent: the task shows `null`.',
   example: { order_id: 'A-1001', attempt: 1 },
