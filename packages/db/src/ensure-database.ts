@@ -7,21 +7,30 @@ export function databaseName(url: string): string {
   return name;
 }
 
-function quoteIdent(name: string): string {
+/** `name` quoted as an SQL identifier. */
+export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
+/** Runs `fn` with a client connected to the server's `postgres` database (for CREATE/DROP DATABASE). */
+export async function withServerClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const serverUrl = new URL(url);
+  serverUrl.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: serverUrl.toString() });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
 /**
- * Creates the URL's database when it does not exist yet (connecting to the server's `postgres`
- * database to do so). Safe to call from several processes at once.
+ * Creates the URL's database when it does not exist yet. Safe to call from several processes at once.
  */
 export async function ensureDatabaseExists(url: string): Promise<boolean> {
   const name = databaseName(url);
-  const adminUrl = new URL(url);
-  adminUrl.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: adminUrl.toString() });
-  await client.connect();
-  try {
+  return withServerClient(url, async (client) => {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (rowCount) return false;
     try {
@@ -33,7 +42,5 @@ export async function ensureDatabaseExists(url: string): Promise<boolean> {
       if (code === '42P04' || code === '23505') return false;
       throw err;
     }
-  } finally {
-    await client.end();
-  }
+  });
 }

@@ -2,7 +2,7 @@ export { createDatabase } from './database';
 export type { Database, DatabaseOptions } from './database';
 export { applyMigrations, listMigrations, MIGRATIONS_DIR } from './migrate';
 export type { MigrationResult } from './migrate';
-export { ensureDatabaseExists, databaseName } from './ensure-database';
+export { ensureDatabaseExists, databaseName, quoteIdent, withServerClient } from './ensure-database';
 export { SQL_ONLY_CONSTRAINTS, SQL_ONLY_FUNCTIONS } from './sql-only-constraints';
 export { isUniqueViolation, isCheckViolation, isForeignKeyViolation } from './pg-errors';
 export { PrismaClient, Prisma } from './generated/prisma/client';

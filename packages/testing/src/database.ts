@@ -1,19 +1,11 @@
-import pg from 'pg';
-import { applyMigrations, databaseName } from '@taskapi/db';
+import { applyMigrations, databaseName, quoteIdent, withServerClient } from '@taskapi/db';
 
 /** Drops and recreates `url`'s database, then migrates it: every run starts from an empty schema. */
 export async function recreateDatabase(url: string): Promise<void> {
-  const name = databaseName(url);
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    const quoted = `"${name.replace(/"/g, '""')}"`;
-    await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
-    await client.query(`CREATE DATABASE ${quoted}`);
-  } finally {
-    await client.end();
-  }
+  const name = quoteIdent(databaseName(url));
+  await withServerClient(url, async (client) => {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${name}`);
+  });
   await applyMigrations(url);
 }

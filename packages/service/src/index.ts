@@ -1,0 +1,56 @@
+import { loadConfig, type Config } from '@taskapi/config';
+import { createLogger, type Logger } from '@taskapi/logger';
+
+export { connectBackends } from './backends';
+export type { Backends } from './backends';
+
+/** Stops what `start` started: stop taking work, finish or hand back what is in flight, close pools. */
+export type Stop = () => Promise<void>;
+
+export interface ServiceOptions {
+  /** Written on every log line. */
+  name: string;
+  /** How long a graceful stop may take before the process exits anyway. */
+  stopTimeoutMs?: number;
+}
+
+/**
+ * Runs one service process: loads and validates the configuration, creates the logger, starts the
+ * service and stops it gracefully on SIGTERM/SIGINT. A failure to start (bad configuration,
+ * unreachable dependency) prints the reason and exits 1.
+ */
+export function runService(opts: ServiceOptions, start: (config: Config, logger: Logger) => Promise<Stop>): void {
+  const boot = async () => {
+    const config = loadConfig();
+    const logger = createLogger({ service: opts.name, level: config.logLevel });
+    for (const warning of config.warnings) logger.warn(warning);
+    const stop = await start(config, logger);
+
+    let stopping = false;
+    const shutdown = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info('shutting down', { signal });
+      const force = setTimeout(() => {
+        logger.error('shutdown timed out; exiting');
+        process.exit(1);
+      }, opts.stopTimeoutMs ?? 20_000).unref();
+      try {
+        await stop();
+        clearTimeout(force);
+        logger.info('stopped');
+        process.exit(0);
+      } catch (err) {
+        logger.error('shutdown failed', { error: err });
+        process.exit(1);
+      }
+    };
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
+    process.on('SIGINT', () => void shutdown('SIGINT'));
+  };
+  boot().catch((err: unknown) => {
+    // The logger may not exist yet (bad configuration): plain stderr, message only.
+    process.stderr.write(`${opts.name} failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
