@@ -15,8 +15,8 @@ export interface Database {
   /** Prisma client for ordinary reads and writes. */
   prisma: PrismaClient;
   /**
-   * The pg pool (int8 columns arrive as strings), for the few hot or multi-table atomic statements that are written as single SQL
-   * statements with named (prepared) queries; see services/api/src/infra/sql.
+   * The pg pool (int8 columns arrive as strings), for the hot or multi-table atomic statements the
+   * services write as single SQL statements with named (prepared) queries, e.g. task creation.
    */
   pool: pg.Pool;
   close(): Promise<void>;
