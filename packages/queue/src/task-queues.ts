@@ -5,9 +5,7 @@ import { TASK_QUEUES, taskJobId, type TaskJob } from './catalog';
 
 export interface TaskQueues {
   queues: Readonly<Record<TaskKind, Queue<TaskJob>>>;
-  /** Adds the task's job (idempotent: the job id is the task's public id). */
-  enqueue(kind: TaskKind, publicId: string): Promise<void>;
-  /** Adds several tasks' jobs of one kind in one Redis round trip. */
+  /** Adds tasks' jobs of one kind in one Redis round trip (idempotent: job id = public id). */
   enqueueMany(kind: TaskKind, publicIds: readonly string[]): Promise<void>;
 }
 
@@ -21,10 +19,6 @@ export function createTaskQueues(connection: Redis): TaskQueues {
   ) as Record<TaskKind, Queue<TaskJob>>;
   return {
     queues,
-    async enqueue(kind, publicId) {
-      const data = TASK_QUEUES[kind].schema.parse({ public_id: publicId });
-      await queues[kind].add(kind, data, { jobId: taskJobId(publicId) });
-    },
     async enqueueMany(kind, publicIds) {
       const schema = TASK_QUEUES[kind].schema;
       await queues[kind].addBulk(

@@ -6,11 +6,11 @@ import { closeQueues, createTaskQueues, type TaskQueues } from '@taskapi/queue';
 import type { TaskKind } from '@taskapi/domain';
 import { TaskCreator } from './domain/create-task';
 import { KeyCache } from './domain/key-cache';
-import { Batcher } from './infra/batcher';
 import { RateLimiter } from './domain/rate-limit';
 import { SessionService } from './domain/sessions';
 import { TaskReadCache } from './domain/task-read-cache';
 import { ApiKeyVerifier } from './domain/verify-api-key';
+import { Batcher } from './infra/batcher';
 import { createMetrics, type ApiMetrics } from './infra/metrics';
 import { createRedis, waitForRedis } from './infra/redis';
 
@@ -55,13 +55,13 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   await Promise.all([waitForRedis(redis), waitForRedis(queueRedis)]);
 
   const keyCache = new KeyCache();
+  await keyCache.listen(subscriber, logger);
   const verifier = new ApiKeyVerifier(db.pool, keyCache, logger);
+  const taskQueues = createTaskQueues(queueRedis);
   const enqueuer = new Batcher<TaskKind, string, void>(async (kind, ids) => {
     await taskQueues.enqueueMany(kind, ids);
     return ids.map(() => undefined);
   });
-  await keyCache.listen(subscriber, logger);
-  const taskQueues = createTaskQueues(queueRedis);
 
   return {
     config,
