@@ -32,7 +32,7 @@ async function main(): Promise<void> {
         `    API docs:  ${base}/docs`,
         `    e-mail:    ${DEMO_EMAIL}`,
         `    password:  ${password}`,
-        `    paid key:  ${plaintext_key}   (1000 credits; a 100-credit trial grant is in the console)`,
+        `    paid key:  ${plaintext_key}   (1000 credits; the account also has a 100-credit trial grant)`,
         '',
         '  Try it:',
         `    curl -s -X POST ${base}/api/tasks/image-generation \\`,
