@@ -4,3 +4,5 @@ export type { TestResponse, RequestOptions } from './http';
 export { waitFor } from './wait';
 export { recreateDatabase } from './database';
 export { TEST_PASSWORD, testPasswordHash, uniqueEmail } from './accounts';
+export { startTcpRelay } from './tcp-relay';
+export type { TcpRelay } from './tcp-relay';

@@ -1,7 +1,5 @@
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { type Redis } from 'ioredis';
-import { TEST_REDIS_URL, waitFor } from '@taskapi/testing';
+import { startTcpRelay, TEST_REDIS_URL, waitFor } from '@taskapi/testing';
 import { rateLimitKeys } from '../src/domain/rate-limit';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type TestApi, type CreatedKey } from './support/harness';
 
@@ -129,33 +127,15 @@ describe('rate limits', () => {
   });
 
   it('answers 503 while Redis is unreachable (never unlimited), and recovers', async () => {
-    // A TCP relay in front of the test Redis lets the test cut the connection for real.
     const target = new URL(TEST_REDIS_URL);
-    const sockets = new Set<net.Socket>();
-    let open = true;
-    const relay = net.createServer((client) => {
-      if (!open) {
-        client.destroy();
-        return;
-      }
-      const upstream = net.connect(Number(target.port || 6379), target.hostname);
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on('error', () => s.destroy());
-        s.on('close', () => sockets.delete(s));
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const port = (relay.address() as AddressInfo).port;
-    const viaRelay = await startApi({ REDIS_URL: `redis://127.0.0.1:${port}${target.pathname}` });
+    const relay = await startTcpRelay(target.hostname, Number(target.port || 6379));
+    const viaRelay = await startApi({ REDIS_URL: `redis://127.0.0.1:${relay.port}${target.pathname}` });
     try {
       const account = await seedAccount(viaRelay);
       const key = await createKey(viaRelay, account, { type: 'paid' });
       expect((await viaRelay.req('GET', '/api/tasks', { headers: withKey(key) })).status).toBe(200);
 
-      open = false;
-      for (const s of sockets) s.destroy();
+      relay.cut();
       for (let i = 0; i < 5; i++) {
         const res = await viaRelay.req('GET', '/api/tasks', { headers: withKey(key) });
         expect(res.status).toBe(503);
@@ -163,15 +143,14 @@ describe('rate limits', () => {
         expect(res.headers.get('retry-after')).toBe('1');
       }
 
-      open = true;
+      relay.restore();
       await waitFor(async () => (await viaRelay.req('GET', '/api/tasks', { headers: withKey(key) })).status === 200, {
         timeoutMs: 10_000,
         what: 'recovery after Redis returns',
       });
     } finally {
       await viaRelay.close();
-      relay.close();
-      for (const s of sockets) s.destroy();
+      await relay.close();
     }
   });
 });

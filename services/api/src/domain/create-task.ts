@@ -77,6 +77,11 @@ interface Decision {
   grantExpired: boolean;
 }
 
+/** A creation the database refused, with the original error (kept as thrown: codes matter). */
+interface Failure {
+  failure: unknown;
+}
+
 interface Queryable {
   query: pg.Pool['query'];
 }
@@ -115,7 +120,7 @@ async function decide(db: Queryable, batch: Creation[]): Promise<Decision[]> {
  * one balance-row lock and one commit per batch instead of per task.
  */
 export class TaskCreator {
-  private readonly batcher: Batcher<string, Creation, Decision | Error>;
+  private readonly batcher: Batcher<string, Creation, Decision | Failure>;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -138,7 +143,7 @@ export class TaskCreator {
     let decision: Decision;
     if (!idempotency) {
       const outcome = await this.batcher.submit(payerOf(principal), creation);
-      if (outcome instanceof Error) throw outcome;
+      if ('failure' in outcome) throw outcome.failure;
       decision = outcome;
     } else {
       const earlier = await this.findIdempotent(principal.accountId, idempotency);
@@ -173,13 +178,13 @@ export class TaskCreator {
   }
 
   /** One call for the batch; if it fails, each creation alone, so one bad request fails only itself. */
-  private async flush(batch: Creation[]): Promise<Array<Decision | Error>> {
+  private async flush(batch: Creation[]): Promise<Array<Decision | Failure>> {
     try {
       return await decide(this.pool, batch);
     } catch (err) {
-      if (batch.length === 1) return [err instanceof Error ? err : new Error(String(err))];
+      if (batch.length === 1) return [{ failure: err }];
       const single = await Promise.allSettled(batch.map((c) => decide(this.pool, [c])));
-      return single.map((s) => (s.status === 'fulfilled' ? (s.value[0] as Decision) : s.reason instanceof Error ? s.reason : new Error(String(s.reason))));
+      return single.map((s) => (s.status === 'fulfilled' ? (s.value[0] as Decision) : { failure: s.reason }));
     }
   }
 

@@ -14,10 +14,11 @@ interface BodyParserError extends Error {
 const PG_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
 
 function isDatabaseUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const code = (err as { code?: unknown }).code;
+  if (typeof err !== 'object' || err === null) return false;
+  // Socket errors surface from pg as plain objects with a code, not always as Error instances.
+  const { code, message } = err as { code?: unknown; message?: unknown };
   if (typeof code === 'string' && (PG_UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(err.message);
+  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message);
 }
 
 function fromBodyParser(err: BodyParserError): HttpError | null {
