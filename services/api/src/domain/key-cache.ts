@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '@taskapi/logger';
+import { BoundedMap } from '../infra/bounded-map';
 import { KEY_EVENTS_CHANNEL } from './key-revocation';
 
 /** What the API needs to know about a key on every request; never the key itself. */
@@ -33,15 +34,14 @@ export interface KeyCacheOptions {
  * When the subscription drops, everything is evicted (messages may have been missed).
  */
 export class KeyCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: BoundedMap<string, Entry>;
   private readonly maxAgeMs: number;
   private readonly negativeMaxAgeMs: number;
-  private readonly maxEntries: number;
 
   constructor(opts: KeyCacheOptions = {}) {
     this.maxAgeMs = opts.maxAgeMs ?? 60_000;
     this.negativeMaxAgeMs = opts.negativeMaxAgeMs ?? 5_000;
-    this.maxEntries = opts.maxEntries ?? 50_000;
+    this.entries = new BoundedMap(opts.maxEntries ?? 50_000);
   }
 
   /** `undefined`: not cached; `null`: cached as unknown. */
@@ -57,14 +57,6 @@ export class KeyCache {
   }
 
   set(hash: string, record: KeyRecord | null, now = Date.now()): void {
-    if (this.entries.size >= this.maxEntries) {
-      // Map iteration order is insertion order: drop the oldest tenth.
-      let n = Math.ceil(this.maxEntries / 10);
-      for (const k of this.entries.keys()) {
-        this.entries.delete(k);
-        if (--n === 0) break;
-      }
-    }
     this.entries.set(hash, { record, storedAt: now });
   }
 

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { isTerminalStatus, seedTaskStatus, type MarkerRedis } from '@taskapi/domain';
 import type { Logger } from '@taskapi/logger';
+import { BoundedMap } from '../infra/bounded-map';
 import { getTask } from './task-queries';
 import type { TaskRow } from './task-view';
 
@@ -27,9 +28,8 @@ export interface TaskReadCacheOptions {
  * change, so every reader — on any replica — sees a change once its writer has reported it.
  */
 export class TaskReadCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: BoundedMap<string, Entry>;
   private readonly maxAgeMs: number;
-  private readonly maxEntries: number;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -38,7 +38,7 @@ export class TaskReadCache {
     opts: TaskReadCacheOptions = {},
   ) {
     this.maxAgeMs = opts.maxAgeMs ?? 5_000;
-    this.maxEntries = opts.maxEntries ?? 20_000;
+    this.entries = new BoundedMap(opts.maxEntries ?? 20_000);
   }
 
   /**
@@ -65,13 +65,6 @@ export class TaskReadCache {
 
   /** Stores a row this process just wrote or read. */
   put(accountId: string, row: TaskRow, now = Date.now()): void {
-    if (this.entries.size >= this.maxEntries && !this.entries.has(row.public_id)) {
-      let n = Math.ceil(this.maxEntries / 10);
-      for (const k of this.entries.keys()) {
-        this.entries.delete(k);
-        if (--n === 0) break;
-      }
-    }
     this.entries.set(row.public_id, { accountId, row, storedAt: now });
   }
 }

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { Logger } from '@taskapi/logger';
+import { BoundedMap } from '../infra/bounded-map';
 import type { KeyCache, KeyRecord } from './key-cache';
 
 interface KeyRow {
@@ -28,7 +29,7 @@ const TOUCH_INTERVAL_MS = 60_000;
 
 /** Looks API keys up by hash through the in-process cache, and keeps `last_used_at` roughly current. */
 export class ApiKeyVerifier {
-  private readonly lastTouched = new Map<string, number>();
+  private readonly lastTouched = new BoundedMap<string, number>(100_000);
 
   constructor(
     private readonly pool: pg.Pool,
@@ -78,7 +79,6 @@ export class ApiKeyVerifier {
     const last = this.lastTouched.get(keyId);
     if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return;
     this.lastTouched.set(keyId, now);
-    if (this.lastTouched.size > 100_000) this.lastTouched.clear();
     this.pool
       .query({
         name: 'touch-api-key',

@@ -1,4 +1,5 @@
 import { Batcher } from '../src/infra/batcher';
+import { BoundedMap } from '../src/infra/bounded-map';
 
 describe('Batcher (natural batching per key)', () => {
   it('flushes an idle key at once and groups what arrives meanwhile, in order', async () => {
@@ -42,5 +43,19 @@ describe('Batcher (natural batching per key)', () => {
     });
     await expect(batcher.submit('k', 1)).rejects.toThrow('boom');
     await expect(batcher.submit('k', 2)).resolves.toBe(2);
+  });
+});
+
+describe('BoundedMap', () => {
+  it('drops the oldest tenth when full, never growing past its bound', () => {
+    const m = new BoundedMap<number, number>(10);
+    for (let i = 0; i < 10; i++) m.set(i, i);
+    m.set(3, 33); // an existing key is updated in place, nothing dropped
+    expect(m.size).toBe(10);
+    m.set(10, 10);
+    expect(m.size).toBe(10);
+    expect(m.has(0)).toBe(false);
+    expect(m.get(3)).toBe(33);
+    expect(m.get(10)).toBe(10);
   });
 });
