@@ -1,6 +1,6 @@
 // PostgreSQL error codes we branch on (https://www.postgresql.org/docs/current/errcodes-appendix.html),
-// from pg errors and from Prisma's wrapped ones (P2002 = unique, P2003 = foreign key, P2004 = constraint).
-const PRISMA_TO_PG: Record<string, string> = { P2002: '23505', P2003: '23503' };
+// from pg errors and from Prisma's wrapped ones (P2002 = unique).
+const PRISMA_TO_PG: Record<string, string> = { P2002: '23505' };
 
 function sqlState(err: unknown, depth = 0): string | undefined {
   if (typeof err !== 'object' || err === null || depth > 4) return undefined;
@@ -17,14 +17,4 @@ function sqlState(err: unknown, depth = 0): string | undefined {
 /** unique_violation (23505). */
 export function isUniqueViolation(err: unknown): boolean {
   return sqlState(err) === '23505';
-}
-
-/** check_violation (23514). */
-export function isCheckViolation(err: unknown): boolean {
-  return sqlState(err) === '23514';
-}
-
-/** foreign_key_violation (23503). */
-export function isForeignKeyViolation(err: unknown): boolean {
-  return sqlState(err) === '23503';
 }

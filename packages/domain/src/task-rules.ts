@@ -2,10 +2,6 @@
 export const TASK_KINDS = ['video-generation', 'image-generation', 'face-detection'] as const;
 export type TaskKind = (typeof TASK_KINDS)[number];
 
-export function isTaskKind(value: string): value is TaskKind {
-  return (TASK_KINDS as readonly string[]).includes(value);
-}
-
 /** Task status codes (spec). */
 export const TaskStatus = {
   queued: 0,
@@ -17,15 +13,9 @@ export const TaskStatus = {
 export type TaskStatusCode = (typeof TaskStatus)[keyof typeof TaskStatus];
 
 export const TASK_STATUSES: readonly TaskStatusCode[] = [0, 10, 20, 30, 40];
-export const NON_TERMINAL_STATUSES: readonly TaskStatusCode[] = [TaskStatus.queued, TaskStatus.processing];
 
 export function isTerminalStatus(status: number): boolean {
   return status === TaskStatus.completed || status === TaskStatus.failed || status === TaskStatus.cancelled;
-}
-
-/** Webhooks are sent for these terminal states only (never for cancellation). */
-export function statusSendsWebhook(status: number): boolean {
-  return status === TaskStatus.completed || status === TaskStatus.failed;
 }
 
 /** The documented, fixed set of `error_code` values of a failed task (spec). */

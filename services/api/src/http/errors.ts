@@ -23,7 +23,6 @@ export const badRequest = (message: string, extra?: Record<string, unknown>) => 
 export const notFound = (message = 'Not found.') => new HttpError(404, message);
 export const conflict = (message: string, extra?: Record<string, unknown>) => new HttpError(409, message, extra);
 export const unprocessable = (message: string, extra?: Record<string, unknown>) => new HttpError(422, message, extra);
-export const forbidden = (message: string) => new HttpError(403, message);
 
 /** Redis or PostgreSQL is unreachable: never an open door, never a 500. */
 export class ServiceUnavailableError extends HttpError {

@@ -1,5 +1,4 @@
 import type { Request, Response } from 'express';
-import type { TaskKind } from '@taskapi/domain';
 
 /** What the API-key middleware learned about the caller. */
 export interface KeyPrincipal {
@@ -29,7 +28,6 @@ export interface RequestLocals {
   publicId?: string;
   /** Status marker of the task this GET is about, read with the rate limit (null: none). */
   taskStatusMarker?: number | null;
-  taskKind?: TaskKind;
   /** The raw JSON body text (task creation only), for echoing `payload` unchanged. */
   rawBody?: string;
 }
