@@ -62,6 +62,17 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['error', 'warn', 'info', 'http', 'debug', 'silent']).default('info'),
   WORKER_KINDS: z.string().default(TASK_KINDS.join(',')),
   WORKER_CONCURRENCY: positiveInt('WORKER_CONCURRENCY', 256).default(2),
+  WORKER_LOCK_DURATION_MS: positiveInt('WORKER_LOCK_DURATION_MS', 600_000).default(30_000),
+  SWEEPER_INTERVAL_MS: positiveInt('SWEEPER_INTERVAL_MS', 3_600_000).default(15_000),
+  TASK_TIMEOUT_VIDEO_MS: positiveInt('TASK_TIMEOUT_VIDEO_MS', 3_600_000).default(120_000),
+  TASK_TIMEOUT_IMAGE_MS: positiveInt('TASK_TIMEOUT_IMAGE_MS', 3_600_000).default(30_000),
+  TASK_TIMEOUT_FACE_MS: positiveInt('TASK_TIMEOUT_FACE_MS', 3_600_000).default(30_000),
+  ENGINE_VIDEO: z.enum(['builtin', 'http'], { error: 'ENGINE_VIDEO must be builtin or http' }).default('builtin'),
+  ENGINE_IMAGE: z.enum(['builtin', 'http'], { error: 'ENGINE_IMAGE must be builtin or http' }).default('builtin'),
+  ENGINE_FACE: z.enum(['builtin', 'http'], { error: 'ENGINE_FACE must be builtin or http' }).default('builtin'),
+  HTTP_ENGINE_URL: z.url({ protocol: /^https?$/, error: 'HTTP_ENGINE_URL must be an http(s) URL' }).optional(),
+  HTTP_ENGINE_TOKEN: z.string().min(1).optional(),
+  DISPATCHER_CONCURRENCY: positiveInt('DISPATCHER_CONCURRENCY', 1000).default(20),
   WEBHOOK_TIMEOUT_MS: positiveInt('WEBHOOK_TIMEOUT_MS', 120_000).default(10_000),
   WEBHOOK_RETRY_DELAYS_MS: z.string().default(DEFAULT_RETRY_DELAYS),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS').default(false),
@@ -97,6 +108,17 @@ export interface Config {
   logLevel: 'error' | 'warn' | 'info' | 'http' | 'debug' | 'silent';
   workerKinds: readonly TaskKindName[];
   workerConcurrency: number;
+  /** BullMQ job lock: a worker that dies mid-task is noticed (job "stalled") within about twice this. */
+  workerLockDurationMs: number;
+  /** How often each worker/dispatcher re-enqueues what the database says is pending (after Redis loss). */
+  sweeperIntervalMs: number;
+  /** Per-kind deadline of one engine run; past it the run is aborted and the task fails with `timeout`. */
+  taskTimeoutsMs: Readonly<Record<TaskKindName, number>>;
+  /** Which engine runs each kind: the built-in CPU engine, or the `http` engine at `httpEngine.url`. */
+  engines: Readonly<Record<TaskKindName, 'builtin' | 'http'>>;
+  httpEngine: { url: string; token: string | undefined } | undefined;
+  /** Webhook attempts one dispatcher process sends at once (I/O bound). */
+  dispatcherConcurrency: number;
   webhookTimeoutMs: number;
   /** Delay before each retry, measured from the previous attempt. */
   webhookRetryDelaysMs: readonly number[];
@@ -195,6 +217,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     /^\d+$/.test(s) ? Number(s) : undefined,
   );
 
+  const engines = Object.freeze({
+    'video-generation': e.ENGINE_VIDEO,
+    'image-generation': e.ENGINE_IMAGE,
+    'face-detection': e.ENGINE_FACE,
+  });
+  if (Object.values(engines).includes('http') && !e.HTTP_ENGINE_URL) {
+    throw new ConfigError('Invalid configuration:\n  HTTP_ENGINE_URL: required when an ENGINE_* variable is http');
+  }
+
   const trustProxy = e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : Number(e.TRUST_PROXY);
 
   const config: Config = {
@@ -211,6 +242,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     workerKinds: Object.freeze([...new Set(kinds)]),
     workerConcurrency: e.WORKER_CONCURRENCY,
+    workerLockDurationMs: e.WORKER_LOCK_DURATION_MS,
+    sweeperIntervalMs: e.SWEEPER_INTERVAL_MS,
+    taskTimeoutsMs: Object.freeze({
+      'video-generation': e.TASK_TIMEOUT_VIDEO_MS,
+      'image-generation': e.TASK_TIMEOUT_IMAGE_MS,
+      'face-detection': e.TASK_TIMEOUT_FACE_MS,
+    }),
+    engines,
+    httpEngine: e.HTTP_ENGINE_URL ? { url: e.HTTP_ENGINE_URL.replace(/\/+$/, ''), token: e.HTTP_ENGINE_TOKEN } : undefined,
+    dispatcherConcurrency: e.DISPATCHER_CONCURRENCY,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     webhookRetryDelaysMs: Object.freeze(delays),
     webhookAllowPrivateNetworks: e.WEBHOOK_ALLOW_PRIVATE_NETWORKS,

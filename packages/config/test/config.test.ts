@@ -17,7 +17,25 @@ describe('configuration', () => {
     expect(c.webhookRetryDelaysMs).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 21_600_000]);
     expect(c.webhookAllowPrivateNetworks).toBe(false);
     expect(c.workerKinds).toEqual(['video-generation', 'image-generation', 'face-detection']);
+    expect(c.engines).toEqual({ 'video-generation': 'builtin', 'image-generation': 'builtin', 'face-detection': 'builtin' });
+    expect(c.httpEngine).toBeUndefined();
     expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('engines and workers per kind', () => {
+    const c = loadConfig({
+      ...SECRETS,
+      WORKER_KINDS: 'face-detection',
+      WORKER_CONCURRENCY: '3',
+      ENGINE_VIDEO: 'http',
+      HTTP_ENGINE_URL: 'http://inference:8000/',
+      TASK_TIMEOUT_VIDEO_MS: '600000',
+    });
+    expect(c.workerKinds).toEqual(['face-detection']);
+    expect(c.workerConcurrency).toBe(3);
+    expect(c.engines['video-generation']).toBe('http');
+    expect(c.httpEngine).toEqual({ url: 'http://inference:8000', token: undefined });
+    expect(c.taskTimeoutsMs['video-generation']).toBe(600_000);
   });
 
   it('names every bad variable', () => {
@@ -32,6 +50,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...SECRETS, SECRETS_KEY: 'c2hvcnQ=' })).toThrow(/SECRETS_KEY/);
     expect(() => loadConfig({ ...SECRETS, ADMIN_USER: 'ops' })).toThrow(/ADMIN_USER and ADMIN_PASSWORD/);
     expect(() => loadDatabaseUrl({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
+    expect(() => loadConfig({ ...SECRETS, ENGINE_FACE: 'gpu' })).toThrow(/ENGINE_FACE must be builtin or http/);
+    expect(() => loadConfig({ ...SECRETS, ENGINE_VIDEO: 'http' })).toThrow(/HTTP_ENGINE_URL: required/);
+    expect(() => loadConfig({ ...SECRETS, TASK_TIMEOUT_FACE_MS: '0' })).toThrow(/TASK_TIMEOUT_FACE_MS must be at least 1/);
   });
 
   it('production refuses to start without secrets; development generates and keeps them', () => {

@@ -9,3 +9,5 @@ export {
 export type { TaskJob, WebhookJob, QueueDefinition } from './catalog';
 export { createTaskQueues, closeQueues } from './task-queues';
 export type { TaskQueues } from './task-queues';
+export { createWebhookQueue } from './webhook-queue';
+export type { WebhookQueue } from './webhook-queue';

@@ -2,6 +2,8 @@ import { loadConfig, type Config } from '@taskapi/config';
 import { createLogger, type Logger } from '@taskapi/logger';
 
 export { connectBackends } from './backends';
+export { runPeriodically } from './periodic';
+export type { Periodic } from './periodic';
 export type { Backends } from './backends';
 
 /** Stops what `start` started: stop taking work, finish or hand back what is in flight, close pools. */

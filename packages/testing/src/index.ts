@@ -6,3 +6,7 @@ export { recreateDatabase } from './database';
 export { TEST_PASSWORD, testPasswordHash, uniqueEmail } from './accounts';
 export { startTcpRelay } from './tcp-relay';
 export type { TcpRelay } from './tcp-relay';
+export { testCa } from './test-ca';
+export type { TestCa } from './test-ca';
+export { startHttpsReceiver } from './https-receiver';
+export type { HttpsReceiver, ReceivedRequest, ReceiverReply } from './https-receiver';

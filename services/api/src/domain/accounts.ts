@@ -1,6 +1,6 @@
 import type { PrismaClient } from '@taskapi/db';
 import { isUniqueViolation } from '@taskapi/db';
-import { encryptSecret, generateWebhookSecret, hashPassword } from '@taskapi/crypto';
+import { encryptSecret, generateWebhookSecret, hashPassword, webhookSecretContext } from '@taskapi/crypto';
 import { newId } from '@taskapi/ids';
 import { badRequest, conflict, notFound } from '../http/errors';
 
@@ -14,11 +14,6 @@ export function normalizeEmail(email: string): string {
   const e = email.trim().toLowerCase();
   if (e.length > 254 || !EMAIL_PATTERN.test(e)) throw badRequest('email must be a valid e-mail address.');
   return e;
-}
-
-/** Associated data binding an account's encrypted webhook secret to that account. */
-export function webhookSecretContext(accountId: string): string {
-  return `webhook-secret:${accountId}`;
 }
 
 export interface CreatedAccount {

@@ -1,6 +1,5 @@
 import type { PrismaClient } from '@taskapi/db';
-import { decryptSecret, encryptSecret, generateWebhookSecret } from '@taskapi/crypto';
-import { webhookSecretContext } from './accounts';
+import { decryptSecret, encryptSecret, generateWebhookSecret, webhookSecretContext } from '@taskapi/crypto';
 
 export interface WebhookSecretView {
   webhook_secret: string;

@@ -1,0 +1,3 @@
+export { isPublicAddress } from './address-policy';
+export { createEgressClient, EgressError } from './egress-client';
+export type { EgressClient, EgressErrorCode, EgressOptions, EgressRequest, EgressResponse } from './egress-client';

@@ -1,0 +1,24 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { WEBHOOK_QUEUE, deliveryJobId, type WebhookJob } from './catalog';
+
+export interface WebhookQueue {
+  queue: Queue<WebhookJob>;
+  /**
+   * Schedules one attempt of a delivery (idempotent: the job id is delivery id + attempt number).
+   * @param delayMs wait before the attempt, in milliseconds (0 = now).
+   */
+  enqueueAttempt(deliveryId: string, attempt: number, delayMs?: number): Promise<void>;
+}
+
+/** Producer side of the webhook queue. */
+export function createWebhookQueue(connection: Redis): WebhookQueue {
+  const queue = new Queue<WebhookJob>(WEBHOOK_QUEUE.name, { connection, defaultJobOptions: WEBHOOK_QUEUE.defaultJobOptions });
+  return {
+    queue,
+    async enqueueAttempt(deliveryId, attempt, delayMs = 0) {
+      const data = WEBHOOK_QUEUE.schema.parse({ delivery_id: deliveryId, attempt });
+      await queue.add('deliver', data, { jobId: deliveryJobId(deliveryId, attempt), delay: delayMs });
+    },
+  };
+}
