@@ -1,13 +1,13 @@
-// The webhook dispatcher process. Signing, delivery and retries are the next milestone (issue #3);
-// until then this process validates its configuration, checks that PostgreSQL and Redis are
-// reachable and idles until stopped, so `npm start` and docker-compose already run the final topology.
+// The webhook dispatcher process: sends signed deliveries, schedules retries as delayed jobs,
+// records every attempt, and sweeps pending deliveries Redis lost.
 import { connectBackends, runService } from '@taskapi/service';
+import { startDispatcherService } from './dispatcher-service';
 
 runService({ name: 'webhook-dispatcher' }, async (config, logger) => {
-  const backends = await connectBackends(config, logger, 'taskapi-dispatcher', 2);
-  logger.warn('webhook delivery is not implemented yet; outbox rows stay pending', {
-    timeout_ms: config.webhookTimeoutMs,
-    retry_delays_ms: config.webhookRetryDelaysMs,
-  });
-  return backends.close;
+  const backends = await connectBackends(config, logger, 'taskapi-webhook-dispatcher', Math.min(config.dispatcherConcurrency, 20) + 2);
+  const service = await startDispatcherService(config, logger, backends);
+  return async () => {
+    await service.stop();
+    await backends.close();
+  };
 });

@@ -1,14 +1,13 @@
-// The worker process. Task execution (engines, terminal transitions, refunds on failure) is the
-// next milestone (issue #3); until then this process validates its configuration, checks that
-// PostgreSQL and Redis are reachable, reports which kinds it would serve, and idles until stopped,
-// so `npm start` and docker-compose already run the final topology.
+// The worker process: runs the task kinds in WORKER_KINDS (one BullMQ queue each) with their
+// engines, and the sweeper that re-enqueues tasks Redis lost.
 import { connectBackends, runService } from '@taskapi/service';
+import { startWorkerService } from './worker-service';
 
 runService({ name: 'worker' }, async (config, logger) => {
-  const backends = await connectBackends(config, logger, 'taskapi-worker', config.workerConcurrency + 1);
-  logger.warn('task processing is not implemented yet; tasks stay queued (status 0)', {
-    kinds: config.workerKinds,
-    concurrency: config.workerConcurrency,
-  });
-  return backends.close;
+  const backends = await connectBackends(config, logger, 'taskapi-worker', config.workerConcurrency * config.workerKinds.length + 2);
+  const service = await startWorkerService(config, logger, backends);
+  return async () => {
+    await service.stop();
+    await backends.close();
+  };
 });

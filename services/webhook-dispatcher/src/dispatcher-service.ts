@@ -1,0 +1,66 @@
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '@taskapi/config';
+import type { Database } from '@taskapi/db';
+import { createEgressClient } from '@taskapi/egress';
+import type { Logger } from '@taskapi/logger';
+import { createWebhookQueue, WEBHOOK_QUEUE, type WebhookJob } from '@taskapi/queue';
+import { runPeriodically } from '@taskapi/service';
+import { sweepDeliveries } from './domain/sweep-deliveries';
+import { deliverWebhookProcessor, type DeliveryOutcome } from './processors/deliver-webhook';
+
+export interface DispatcherService {
+  /** Stops taking jobs and waits for attempts in flight (each bounded by WEBHOOK_TIMEOUT_MS). */
+  stop(): Promise<void>;
+}
+
+export async function startDispatcherService(
+  config: Config,
+  logger: Logger,
+  backends: { db: Database; redis: Redis },
+  opts: { egressTls?: Pick<TlsOptions, 'ca'> } = {},
+): Promise<DispatcherService> {
+  const { db, redis } = backends;
+  const webhooks = createWebhookQueue(redis);
+  const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
+  const worker = new Worker<WebhookJob, DeliveryOutcome>(
+    WEBHOOK_QUEUE.name,
+    deliverWebhookProcessor({
+      db: db.pool,
+      egress,
+      webhooks,
+      logger,
+      secretsKey: config.secretsKey,
+      timeoutMs: config.webhookTimeoutMs,
+      retryDelaysMs: config.webhookRetryDelaysMs,
+    }),
+    {
+      connection: redis,
+      concurrency: config.dispatcherConcurrency,
+      // An attempt lasts at most the webhook timeout; the lock must outlive it.
+      lockDuration: Math.max(30_000, config.webhookTimeoutMs * 2),
+    },
+  );
+  worker.on('error', (err) => logger.warn('dispatcher worker error', { error: err.message }));
+  const sweeper = runPeriodically({
+    name: 'delivery sweeper',
+    intervalMs: config.sweeperIntervalMs,
+    logger,
+    redis,
+    lockKey: 'taskapi:sweeper:deliveries',
+    task: async () => {
+      const requeued = await sweepDeliveries(db.pool, webhooks, config.sweeperIntervalMs);
+      if (requeued) logger.info('delivery sweeper re-enqueued deliveries', { requeued });
+    },
+  });
+  logger.info('webhook dispatcher started', { concurrency: config.dispatcherConcurrency });
+  return {
+    async stop() {
+      await sweeper.stop();
+      await worker.close();
+      await webhooks.queue.close();
+      await egress.close();
+    },
+  };
+}

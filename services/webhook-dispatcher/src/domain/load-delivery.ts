@@ -1,0 +1,33 @@
+import type { Queryable } from '@taskapi/domain';
+
+/** A delivery with what its webhook needs: the task's outcome and the account's encrypted secret. */
+export interface DeliveryToSend {
+  id: string;
+  state: 'pending' | 'succeeded' | 'failed';
+  attempt_count: number;
+  url: string;
+  task_status: number;
+  public_id: string;
+  kind: string;
+  error_code: string | null;
+  /** Source text of the stored JSON (`json` columns keep it exactly). */
+  payload: string | null;
+  result: string | null;
+  account_id: string;
+  webhook_secret_ciphertext: string;
+}
+
+export async function loadDelivery(db: Queryable, deliveryId: string): Promise<DeliveryToSend | null> {
+  const { rows } = await db.query<DeliveryToSend>({
+    name: 'dispatcher-load-delivery',
+    text: `SELECT d.id, d.state::text AS state, d.attempt_count, d.url, d.task_status,
+                  t.public_id, t.kind::text AS kind, t.error_code, t.payload::text AS payload, t.result::text AS result,
+                  a.id AS account_id, a.webhook_secret_ciphertext
+             FROM webhook_deliveries d
+             JOIN tasks t ON t.id = d.task_id
+             JOIN accounts a ON a.id = d.account_id
+            WHERE d.id = $1`,
+    values: [deliveryId],
+  });
+  return rows[0] ?? null;
+}

@@ -1,0 +1,37 @@
+import { standardWebhookSignature, webhookSignature } from '@taskapi/crypto';
+import { TaskStatus } from '@taskapi/domain';
+import type { DeliveryToSend } from './load-delivery';
+
+/**
+ * The webhook body (spec): `{"public_id","status","error_code","payload"}`, plus `"result"` for face
+ * detection (`null` when it failed). Built as text so `payload` and `result` go out exactly as stored.
+ */
+export function webhookBody(d: DeliveryToSend): string {
+  const completed = d.task_status === TaskStatus.completed;
+  let body =
+    `{"public_id":${JSON.stringify(d.public_id)}` +
+    `,"status":${d.task_status}` +
+    `,"error_code":${completed || d.error_code === null ? 'null' : JSON.stringify(d.error_code)}` +
+    `,"payload":${d.payload ?? 'null'}`;
+  if (d.kind === 'face-detection') body += `,"result":${completed && d.result !== null ? d.result : 'null'}`;
+  return `${body}}`;
+}
+
+/**
+ * Headers of one attempt, signed now with the account's current secret: the spec's `X-Signature`
+ * and `X-Timestamp`, the Standard Webhooks trio (`webhook-id` is the delivery id, stable across
+ * retries) and `X-Webhook-Attempt`.
+ */
+export function webhookHeaders(opts: { deliveryId: string; attempt: number; secret: string; body: string; now: Date }): Record<string, string> {
+  const timestamp = Math.floor(opts.now.getTime() / 1000);
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'TaskAPI-Webhooks/1.0',
+    'x-signature': webhookSignature(opts.secret, opts.body),
+    'x-timestamp': String(timestamp),
+    'webhook-id': opts.deliveryId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': standardWebhookSignature(opts.secret, opts.deliveryId, timestamp, opts.body),
+    'x-webhook-attempt': String(opts.attempt),
+  };
+}

@@ -1,0 +1,33 @@
+import { finishTaskAndRecord, type FinishTaskInput, type FinishedTask, type MarkerRedis, type Queryable } from '@taskapi/domain';
+import { newId } from '@taskapi/ids';
+import type { Logger } from '@taskapi/logger';
+import type { WebhookQueue } from '@taskapi/queue';
+
+export interface AnnounceDeps {
+  db: Queryable;
+  redis: MarkerRedis;
+  webhooks: WebhookQueue;
+  logger: Logger;
+}
+
+/**
+ * Terminal transition (status, refund and webhook outbox row in one statement, then the status
+ * marker), then the first delivery attempt's job. If enqueueing fails, the dispatcher's sweeper
+ * sends the pending delivery later; the transition itself is already durable.
+ * Returns null when the task was already terminal (cancelled, or finished by another run).
+ */
+export async function finishAndAnnounce(deps: AnnounceDeps, publicId: string, input: FinishTaskInput): Promise<FinishedTask | null> {
+  const finished = await finishTaskAndRecord(deps.db, deps.redis, publicId, null, input, newId('delivery'));
+  if (finished?.delivery_id) {
+    try {
+      await deps.webhooks.enqueueAttempt(finished.delivery_id, 1);
+    } catch (err) {
+      deps.logger.warn('webhook job not enqueued; the sweeper will send it', {
+        public_id: publicId,
+        delivery_id: finished.delivery_id,
+        error: (err as Error).message,
+      });
+    }
+  }
+  return finished;
+}

@@ -1,0 +1,44 @@
+import { EgressError, type EgressClient } from '@taskapi/egress';
+import { ImageFetchError, TaskInputError, type EngineImage } from '../engines/engine';
+import type { ClaimedTask } from './start-task';
+
+/** Same limit as an uploaded `image_base64`. */
+export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
+export const IMAGE_FETCH_TIMEOUT_MS = 15_000;
+
+function sniff(data: Buffer): 'image/png' | 'image/jpeg' | null {
+  if (data.length >= 8 && data.readUInt32BE(0) === 0x89504e47 && data.readUInt32BE(4) === 0x0d0a1a0a) return 'image/png';
+  if (data.length >= 3 && data[0] === 0xff && data[1] === 0xd8 && data[2] === 0xff) return 'image/jpeg';
+  return null;
+}
+
+/**
+ * The face-detection input: the uploaded bytes, or `image_url` fetched under the same egress rules
+ * as webhooks (https only, public addresses only, no redirects, TLS verified), at most 8 MiB and
+ * 15 s.
+ */
+export async function loadInputImage(task: ClaimedTask, egress: EgressClient, signal: AbortSignal): Promise<EngineImage> {
+  if (task.upload) return task.upload;
+  const url = task.params.image_url;
+  if (typeof url !== 'string') throw new TaskInputError('the task has no image');
+  let res;
+  try {
+    res = await egress.request({
+      method: 'GET',
+      url,
+      headers: { accept: 'image/png, image/jpeg' },
+      timeoutMs: IMAGE_FETCH_TIMEOUT_MS,
+      maxResponseBytes: MAX_IMAGE_BYTES,
+      signal,
+    });
+  } catch (err) {
+    if (signal.aborted) throw signal.reason as Error;
+    if (err instanceof EgressError) throw new ImageFetchError(`image_url: ${err.message}`);
+    throw err;
+  }
+  if (res.status !== 200) throw new ImageFetchError(`image_url answered HTTP ${res.status}`);
+  if (res.truncated) throw new ImageFetchError('image_url: the image is larger than 8 MiB');
+  const contentType = sniff(res.body);
+  if (!contentType) throw new TaskInputError('image_url did not return a JPEG or PNG image');
+  return { contentType, data: res.body };
+}

@@ -1,0 +1,64 @@
+import type { Queryable } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/domain';
+
+/** A task claimed for processing (status 10). */
+export interface ClaimedTask {
+  id: string;
+  public_id: string;
+  account_id: string;
+  kind: TaskKind;
+  params: Record<string, unknown>;
+  /** How many times processing started, this run included. */
+  attempts: number;
+  /** An uploaded `image_base64`, when there is one. */
+  upload: { contentType: string; data: Buffer } | null;
+}
+
+const CLAIM_SQL = `
+WITH t AS (
+  UPDATE tasks
+     SET status = 10, started_at = COALESCE(started_at, now()), attempts = attempts + 1
+   WHERE public_id = $1 AND status IN (0, 10)
+  RETURNING id, public_id, account_id, kind, input, attempts
+)
+SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.input::text AS input, t.attempts,
+       i.content_type AS upload_type, i.data AS upload_data
+  FROM t LEFT JOIN task_inputs i ON i.task_id = t.id`;
+
+/**
+ * Marks a queued (or previously interrupted) task as processing and loads its input. Returns null
+ * when the task is unknown or already terminal (cancelled, or finished by another run): skip it.
+ */
+export async function startTask(db: Queryable, publicId: string): Promise<ClaimedTask | null> {
+  const { rows } = await db.query<{
+    id: string;
+    public_id: string;
+    account_id: string;
+    kind: TaskKind;
+    input: string;
+    attempts: number;
+    upload_type: string | null;
+    upload_data: Buffer | null;
+  }>({ name: 'worker-start-task', text: CLAIM_SQL, values: [publicId] });
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    id: row.id,
+    public_id: row.public_id,
+    account_id: row.account_id,
+    kind: row.kind,
+    params: JSON.parse(row.input) as Record<string, unknown>,
+    attempts: row.attempts,
+    upload: row.upload_type && row.upload_data ? { contentType: row.upload_type, data: row.upload_data } : null,
+  };
+}
+
+/** The current status of a task, or null when it does not exist. */
+export async function taskStatus(db: Queryable, publicId: string): Promise<number | null> {
+  const { rows } = await db.query<{ status: number }>({
+    name: 'worker-task-status',
+    text: 'SELECT status FROM tasks WHERE public_id = $1',
+    values: [publicId],
+  });
+  return rows[0]?.status ?? null;
+}

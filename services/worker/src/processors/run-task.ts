@@ -1,0 +1,82 @@
+import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
+import { recordTaskStatus, TaskStatus, type TaskKind } from '@taskapi/domain';
+import type { EgressClient } from '@taskapi/egress';
+import { TASK_QUEUES, type TaskJob } from '@taskapi/queue';
+import type { Engine } from '../engines/engine';
+import { finishAndAnnounce, type AnnounceDeps } from '../domain/finish-and-announce';
+import { loadInputImage } from '../domain/input-image';
+import { startTask, taskStatus } from '../domain/start-task';
+import { decideFailure } from '../domain/task-failure';
+import type { FileStore } from '../infra/file-store';
+
+export interface RunTaskDeps extends AnnounceDeps {
+  engine: Engine;
+  files: FileStore;
+  egress: EgressClient;
+  timeoutMs: number;
+  /** Aborted when the process shuts down: running engines stop and their jobs go back to the queue. */
+  shutdown: AbortSignal;
+}
+
+/** What a processed job reports (visible in Bull Board). */
+export type RunTaskOutcome = { outcome: 'skipped' } | { outcome: 'completed' | 'failed'; status: number; error_code?: string };
+
+const isLastAttempt = (job: Job) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+
+/**
+ * Runs one task: claim (status 10), engine with the kind's deadline, then exactly one terminal
+ * transition. Permanent failures fail the task at once with a refund; transient ones are retried
+ * by BullMQ and fail the task on the last attempt. A task that is already terminal (cancelled,
+ * or finished by a concurrent run) is skipped.
+ */
+export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<TaskJob, RunTaskOutcome> {
+  const schema = TASK_QUEUES[kind].schema;
+  return async (job, token) => {
+    const parsed = schema.safeParse(job.data);
+    if (!parsed.success) throw new UnrecoverableError('malformed job data');
+    const publicId = parsed.data.public_id;
+    const log = deps.logger.child({ public_id: publicId, job_id: job.id, kind });
+
+    const task = await startTask(deps.db, publicId);
+    if (!task) {
+      log.info('task already finished or unknown; skipped');
+      return { outcome: 'skipped' };
+    }
+    await recordTaskStatus(deps.redis, task.account_id, publicId, TaskStatus.processing);
+    log.info('task started', { attempt: task.attempts });
+
+    const deadline = AbortSignal.timeout(deps.timeoutMs);
+    const signal = AbortSignal.any([deadline, deps.shutdown]);
+    try {
+      const image = kind === 'face-detection' ? await loadInputImage(task, deps.egress, signal) : undefined;
+      const output = await deps.engine.run({ kind, publicId, params: task.params, image }, signal);
+      if (signal.aborted) throw signal.reason as Error;
+      const files = await deps.files.save(publicId, output.files ?? []);
+      const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.completed, result: output.result ?? null, files });
+      if (!finished) {
+        // Cancelled while running: its output is not wanted. (Finished by another run: keep the files.)
+        if ((await taskStatus(deps.db, publicId)) === TaskStatus.cancelled) await deps.files.remove(publicId);
+        log.info('task finished elsewhere while running; result discarded');
+        return { outcome: 'skipped' };
+      }
+      log.info('task completed');
+      return { outcome: 'completed', status: TaskStatus.completed };
+    } catch (err) {
+      if (deps.shutdown.aborted && !deadline.aborted) {
+        // Hand the job back untouched (no attempt used); another worker picks it up.
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+      const decision = decideFailure(err, deadline.aborted);
+      if (decision.kind === 'retry' && !isLastAttempt(job)) {
+        log.warn('task attempt failed; will retry', { error: (err as Error).message, code: decision.code });
+        throw err;
+      }
+      const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.failed, errorCode: decision.code });
+      log.warn('task failed', { error: (err as Error).message, error_code: decision.code, refunded: finished?.refunded ?? 0 });
+      return finished
+        ? { outcome: 'failed', status: TaskStatus.failed, error_code: decision.code }
+        : { outcome: 'skipped' };
+    }
+  };
+}

@@ -1,0 +1,96 @@
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '@taskapi/config';
+import type { Database } from '@taskapi/db';
+import { TaskStatus } from '@taskapi/domain';
+import { createEgressClient } from '@taskapi/egress';
+import type { Logger } from '@taskapi/logger';
+import { closeQueues, createTaskQueues, createWebhookQueue, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
+import { runPeriodically } from '@taskapi/service';
+import { finishAndAnnounce } from './domain/finish-and-announce';
+import { sweepTasks } from './domain/sweep-tasks';
+import { createEngines } from './engines';
+import { createFileStore } from './infra/file-store';
+import { runTaskProcessor, type RunTaskOutcome } from './processors/run-task';
+
+export interface WorkerService {
+  /** Stops taking jobs, hands running ones back to the queue, stops the sweeper. */
+  stop(): Promise<void>;
+}
+
+/**
+ * One BullMQ worker per configured kind (`WORKER_KINDS`), each running up to `WORKER_CONCURRENCY`
+ * tasks, plus the sweeper for those kinds.
+ */
+export async function startWorkerService(
+  config: Config,
+  logger: Logger,
+  backends: { db: Database; redis: Redis },
+  opts: { egressTls?: Pick<TlsOptions, 'ca'> } = {},
+): Promise<WorkerService> {
+  const { db, redis } = backends;
+  const webhooks = createWebhookQueue(redis);
+  const taskQueues = createTaskQueues(redis);
+  const engines = createEngines(config, config.workerKinds);
+  const files = createFileStore(config.filesDir);
+  const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
+  const shutdown = new AbortController();
+  const announce = { db: db.pool, redis, webhooks, logger };
+
+  const workers = config.workerKinds.map((kind) => {
+    const engine = engines[kind];
+    if (!engine) throw new Error(`no engine for ${kind}`);
+    const processor = runTaskProcessor(
+      { ...announce, engine, files, egress, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal },
+      kind,
+    );
+    const worker = new Worker<TaskJob, RunTaskOutcome>(TASK_QUEUES[kind].name, processor, {
+      connection: redis,
+      concurrency: config.workerConcurrency,
+      lockDuration: config.workerLockDurationMs,
+      stalledInterval: config.workerLockDurationMs,
+      maxStalledCount: 1,
+    });
+    worker.on('error', (err) => logger.warn('worker error', { kind, error: err.message }));
+    // A job that ends failed without the processor failing the task (a worker crashed mid-task
+    // more often than maxStalledCount allows, or the last attempt broke before its transition):
+    // the task must still end, with a refund.
+    worker.on('failed', (job, err) => {
+      if (!job) return;
+      void (async () => {
+        if ((await job.getState()) !== 'failed') return;
+        const finished = await finishAndAnnounce(announce, job.data.public_id, { status: TaskStatus.failed, errorCode: 'internal_error' });
+        if (finished) logger.warn('task failed after its job gave up', { public_id: job.data.public_id, job_id: job.id, reason: err.message });
+      })().catch((e: unknown) =>
+        logger.error('could not fail task after its job gave up; the sweeper will', { public_id: job.data.public_id, error: (e as Error).message }),
+      );
+    });
+    return worker;
+  });
+
+  const sweepers = config.workerKinds.map((kind) =>
+    runPeriodically({
+      name: `task sweeper (${kind})`,
+      intervalMs: config.sweeperIntervalMs,
+      logger,
+      redis,
+      lockKey: `taskapi:sweeper:tasks:${kind}`,
+      task: async () => {
+        const result = await sweepTasks({ ...announce, taskQueues }, [kind], config.sweeperIntervalMs);
+        if (result.requeued || result.failed) logger.info('task sweeper recovered work', { kind, ...result });
+      },
+    }),
+  );
+
+  logger.info('worker started', { kinds: config.workerKinds, concurrency: config.workerConcurrency, engines: config.engines });
+  return {
+    async stop() {
+      shutdown.abort(new Error('worker shutting down'));
+      await Promise.all(sweepers.map((s) => s.stop()));
+      await Promise.all(workers.map((w) => w.close()));
+      await closeQueues([webhooks.queue, ...Object.values(taskQueues.queues)]);
+      await egress.close();
+    },
+  };
+}

@@ -1,0 +1,159 @@
+// Every task kind through the whole system: API → BullMQ → worker (real engines) → PostgreSQL →
+// dispatcher → a real HTTPS receiver with its own CA; signatures checked with the account secret
+// and with the `standardwebhooks` package.
+import fs from 'node:fs';
+import path from 'node:path';
+import { GifReader } from 'omggif';
+import { PNG } from 'pngjs';
+import { Webhook } from 'standardwebhooks';
+import { webhookSignature } from '@taskapi/crypto';
+import { startHttpsReceiver, waitFor, type HttpsReceiver, type ReceivedRequest } from '@taskapi/testing';
+import { createKey, seedAccount, seedGrant, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
+import { startDispatcher, startSystem, startWorker, type Running, type TestSystem } from './support/system';
+import { ledgerOf, waitForTask } from './support/tasks';
+
+const fixture = (name: string) => fs.readFileSync(path.join(__dirname, '../fixtures', name));
+const REDIS_DB = 13;
+
+describe('tasks end to end', () => {
+  let system: TestSystem;
+  let worker: Running;
+  let dispatcher: Running;
+  let receiver: HttpsReceiver;
+  let account: TestAccount;
+  let paidKey: CreatedKey;
+  /** Balance seen by the receiver when each webhook arrived, by public_id. */
+  const balanceAtArrival = new Map<string, unknown>();
+
+  beforeAll(async () => {
+    system = await startSystem(REDIS_DB);
+    const { api } = system;
+    receiver = await startHttpsReceiver(async (req) => {
+      if (req.method === 'GET' && req.path === '/images/astronaut.png') return { status: 200, body: fixture('astronaut.png'), headers: { 'content-type': 'image/png' } };
+      if (req.method === 'GET') return 404;
+      const publicId = (JSON.parse(req.body.toString()) as { public_id: string }).public_id;
+      const balance = await api.req('GET', '/api/credits/balance', { headers: account.auth });
+      balanceAtArrival.set(publicId, balance.body);
+      return 204;
+    });
+    [worker, dispatcher] = await Promise.all([startWorker(system.env), startDispatcher(system.env)]);
+    account = await seedAccount(api, { credits: 1000 });
+    paidKey = await createKey(api, account, { type: 'paid' });
+  });
+
+  afterAll(async () => {
+    await Promise.all([worker?.stop(), dispatcher?.stop()]);
+    await receiver?.close();
+    await system?.stop();
+  });
+
+  async function create(kind: string, body: Record<string, unknown>, key: CreatedKey = paidKey) {
+    const res = await system.api.req('POST', `/api/tasks/${kind}`, { headers: withKey(key), body });
+    expect(res.status).toBe(201);
+    return res.body.public_id as string;
+  }
+
+  const hooksOf = (publicId: string) =>
+    receiver.at('/hooks').filter((r) => (JSON.parse(r.body.toString()) as { public_id: string }).public_id === publicId);
+
+  async function webhookFor(publicId: string): Promise<ReceivedRequest> {
+    return waitFor(() => hooksOf(publicId)[0], { timeoutMs: 20_000, what: `the webhook of ${publicId}` });
+  }
+
+  async function currentSecret(): Promise<string> {
+    return (await system.api.req('GET', '/api/webhook-secret', { headers: account.auth })).body.webhook_secret;
+  }
+
+  /** Both signatures verify with the account's current secret, over the exact bytes received. */
+  async function expectSigned(hook: ReceivedRequest) {
+    const secret = await currentSecret();
+    expect(hook.headers['content-type']).toBe('application/json');
+    expect(hook.headers['x-signature']).toBe(webhookSignature(secret, hook.body));
+    expect(hook.headers['x-signature']).toMatch(/^[0-9a-f]{64}$/);
+    expect(Math.abs(Number(hook.headers['x-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
+    expect(hook.headers['x-webhook-attempt']).toBe('1');
+    const verified = new Webhook(secret).verify(hook.body.toString(), hook.headers as Record<string, string>);
+    expect(verified).toEqual(JSON.parse(hook.body.toString()));
+  }
+
+  it('image generation: completed, file served, signed webhook with exactly the four fields and the payload as sent', async () => {
+    const payloadText = '{"order":"A-1","big":12345678901234567890,"nested":{"z":1,"a":[true,null]}}';
+    const res = await system.api.req('POST', '/api/tasks/image-generation', {
+      headers: withKey(paidKey),
+      body: `{"prompt":"a red fox in snow","width":96,"height":64,"callback_url":"${receiver.url('/hooks')}","payload":${payloadText}}`,
+    });
+    expect(res.status).toBe(201);
+    const publicId = res.body.public_id as string;
+
+    const task = await waitForTask(system.api, paidKey.plaintext, publicId);
+    expect(task.status).toBe(20);
+    expect(task.error_code).toBeNull();
+    expect(task.files).toEqual([{ name: 'image.png', content_type: 'image/png', size: expect.any(Number), url: expect.stringContaining(`/api/tasks/${publicId}/files/image.png`) }]);
+    const file = await fetch(`${system.api.url}/api/tasks/${publicId}/files/image.png`, { headers: withKey(paidKey) });
+    expect(file.status).toBe(200);
+    const png = PNG.sync.read(Buffer.from(await file.arrayBuffer()));
+    expect([png.width, png.height]).toEqual([96, 64]);
+
+    const hook = await webhookFor(publicId);
+    await expectSigned(hook);
+    expect(hook.body.toString()).toBe(`{"public_id":"${publicId}","status":20,"error_code":null,"payload":${payloadText}}`);
+  });
+
+  it('video generation: a GIF of the requested duration and a webhook', async () => {
+    const publicId = await create('video-generation', { prompt: 'timelapse of clouds', duration_seconds: 1, callback_url: receiver.url('/hooks') });
+    const task = await waitForTask(system.api, paidKey.plaintext, publicId);
+    expect(task.status).toBe(20);
+    const file = await fetch(task.files[0].url, { headers: withKey(paidKey) });
+    expect(file.headers.get('content-type')).toBe('image/gif');
+    const gif = new GifReader(new Uint8Array(await file.arrayBuffer()));
+    expect(gif.numFrames()).toBe(10);
+    const hook = await webhookFor(publicId);
+    await expectSigned(hook);
+    expect(Object.keys(JSON.parse(hook.body.toString()))).toEqual(['public_id', 'status', 'error_code', 'payload']);
+  });
+
+  it('face detection (image_base64): one face on the astronaut, in the task and in the webhook result', async () => {
+    const publicId = await create('face-detection', { image_base64: fixture('astronaut.png').toString('base64'), payload: { photo: 1 }, callback_url: receiver.url('/hooks') });
+    const task = await waitForTask(system.api, paidKey.plaintext, publicId);
+    expect(task.status).toBe(20);
+    expect(task.result.face_coordinates).toHaveLength(1);
+    expect(task.result.face_coordinates[0]).toEqual({ x: expect.any(Number), y: expect.any(Number), width: expect.any(Number), height: expect.any(Number), score: expect.any(Number) });
+    expect(task.result.face_coordinates[0].score).toBeGreaterThan(0.8);
+    const hook = await webhookFor(publicId);
+    await expectSigned(hook);
+    const body = JSON.parse(hook.body.toString());
+    expect(Object.keys(body)).toEqual(['public_id', 'status', 'error_code', 'payload', 'result']);
+    expect(body).toEqual({ public_id: publicId, status: 20, error_code: null, payload: { photo: 1 }, result: task.result });
+  });
+
+  it('face detection (image_url over HTTPS): fetched under the egress rules; no face in coffee', async () => {
+    const withFace = await create('face-detection', { image_url: receiver.url('/images/astronaut.png') });
+    const coffee = await create('face-detection', { image_base64: fixture('coffee.png').toString('base64') });
+    expect((await waitForTask(system.api, paidKey.plaintext, withFace)).result.face_coordinates).toHaveLength(1);
+    expect((await waitForTask(system.api, paidKey.plaintext, coffee)).result).toEqual({ face_coordinates: [] });
+  });
+
+  it('failure: image_url that answers 404 → status 30 image_fetch_failed, refunded before the webhook arrives', async () => {
+    const before = (await system.api.req('GET', '/api/credits/balance', { headers: account.auth })).body.paid_balance as number;
+    const publicId = await create('face-detection', { image_url: receiver.url('/images/missing.png'), callback_url: receiver.url('/hooks') });
+    const hook = await webhookFor(publicId);
+    await expectSigned(hook);
+    expect(JSON.parse(hook.body.toString())).toEqual({ public_id: publicId, status: 30, error_code: 'image_fetch_failed', payload: null, result: null });
+    expect((balanceAtArrival.get(publicId) as { paid_balance: number }).paid_balance).toBe(before);
+    expect(await ledgerOf(system.api, publicId)).toEqual([
+      { entry_type: 'charge', amount: -1 },
+      { entry_type: 'refund', amount: 1 },
+    ]);
+  });
+
+  it('failure on a trial key: an undecodable image → invalid_input, the grant quota is refunded', async () => {
+    const grantId = await seedGrant(system.api, account, 5);
+    const trialKey = await createKey(system.api, account, { type: 'trial', grant_id: grantId });
+    const garbage = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(200, 7)]);
+    const publicId = await create('face-detection', { image_base64: garbage.toString('base64') }, trialKey);
+    const task = await waitForTask(system.api, trialKey.plaintext, publicId);
+    expect(task).toMatchObject({ status: 30, error_code: 'invalid_input', result: null });
+    const grants = (await system.api.req('GET', '/api/trial-grants', { headers: account.auth })).body.data as Array<{ id: string; quota_remaining: number }>;
+    expect(grants.find((g) => g.id === grantId)?.quota_remaining).toBe(5);
+  });
+});
