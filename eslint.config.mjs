@@ -28,4 +28,10 @@ export default tseslint.config(
     files: ['**/*.cjs', '**/*.mjs'],
     languageOptions: { globals: globals.node },
   },
+  {
+    // The console's browser scripts (ES modules served as they are, no build step).
+    files: ['services/api/src/console/public/**/*.js'],
+    languageOptions: { sourceType: 'module', globals: globals.browser },
+    rules: { eqeqeq: ['error', 'always'], 'no-empty': ['error', { allowEmptyCatch: false }] },
+  },
 );

@@ -1,15 +1,20 @@
 import express from 'express';
+import { consolePages } from './console/pages';
 import type { ApiDeps } from './deps';
+import { adminAuth } from './http/admin-auth';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { observe } from './http/observe';
 import { securityHeaders } from './http/security-headers';
 import { sessionAuth } from './http/session-auth';
 import { accountRoutes } from './routes/account';
 import { authRoutes } from './routes/auth';
+import { BULL_BOARD_PATH, bullBoardRoutes } from './routes/bull-board';
+import { consoleTaskRoutes } from './routes/console-tasks';
 import { docsRoutes } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { keyRoutes } from './routes/keys';
 import { taskRoutes } from './routes/tasks';
+import { webhookDeliveryRoutes } from './routes/webhook-deliveries';
 
 /** Builds the API's Express app from its dependencies (no listening, no globals: tests build many). */
 export function createApp(deps: ApiDeps): express.Express {
@@ -29,7 +34,11 @@ export function createApp(deps: ApiDeps): express.Express {
   app.use('/api/auth', authRoutes(deps));
   const requireSession = sessionAuth({ sessions: deps.sessions, prisma: deps.db.prisma, publicBaseUrl: deps.config.publicBaseUrl });
   app.use('/api/keys', keyRoutes(deps, requireSession));
+  app.use('/api/console/tasks', consoleTaskRoutes(deps, requireSession));
+  app.use('/api/webhook-deliveries', webhookDeliveryRoutes(deps, requireSession));
   app.use('/api', accountRoutes(deps, requireSession));
+  app.use(BULL_BOARD_PATH, ...bullBoardRoutes(deps, adminAuth(deps.config, deps.logger)));
+  app.use('/app', consolePages());
 
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '@taskapi/config';
 import { createDatabase, type Database } from '@taskapi/db';
 import type { Logger } from '@taskapi/logger';
-import { closeQueues, createTaskQueues, type TaskQueues } from '@taskapi/queue';
+import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
 import type { TaskKind } from '@taskapi/domain';
 import { TaskCreator } from './domain/create-task';
 import { KeyCache } from './domain/key-cache';
@@ -26,6 +26,8 @@ export interface ApiDeps {
   /** BullMQ producer connection. */
   queueRedis: Redis;
   taskQueues: TaskQueues;
+  /** Webhook attempts (manual resend) and Bull Board. */
+  webhooks: WebhookQueue;
   verifier: ApiKeyVerifier;
   taskReadCache: TaskReadCache;
   taskCreator: TaskCreator;
@@ -58,6 +60,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   await keyCache.listen(subscriber, logger);
   const verifier = new ApiKeyVerifier(db.pool, keyCache, logger);
   const taskQueues = createTaskQueues(queueRedis);
+  const webhooks = createWebhookQueue(queueRedis);
   const enqueuer = new Batcher<TaskKind, string, void>(async (kind, ids) => {
     await taskQueues.enqueueMany(kind, ids);
     return ids.map(() => undefined);
@@ -71,6 +74,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     subscriber,
     queueRedis,
     taskQueues,
+    webhooks,
     verifier,
     taskReadCache: new TaskReadCache(db.pool, redis, logger),
     taskCreator: new TaskCreator(db.pool, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
@@ -79,7 +83,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     sessions: new SessionService(config.jwtSecret, redis),
     metrics: createMetrics(opts),
     async close() {
-      await closeQueues(Object.values(taskQueues.queues));
+      await closeQueues([...Object.values(taskQueues.queues), webhooks.queue]);
       await Promise.allSettled([redis.quit(), subscriber.quit(), queueRedis.quit()]);
       await db.close();
     },

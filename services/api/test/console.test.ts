@@ -14,6 +14,9 @@ const SESSION_ENDPOINTS: Array<[string, string]> = [
   ['GET', '/api/webhook-secret'],
   ['POST', '/api/webhook-secret/rotate'],
   ['GET', '/api/auth/session'],
+  ['GET', '/api/console/tasks'],
+  ['GET', `/api/console/tasks/${newId('task')}`],
+  ['GET', `/api/console/tasks/${newId('task')}/files/image.png`],
   ['POST', '/api/auth/logout'],
 ];
 

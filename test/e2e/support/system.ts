@@ -92,12 +92,14 @@ export interface ChildService extends Running {
 }
 
 /**
- * A service as its own process (`tsx services/<name>/src/main.ts`), exactly as `npm run start:*`
+ * A service as its own process (`services/<name>/src/main.ts` under tsx), as `npm run start:*`
  * runs it, trusting the test CA through NODE_EXTRA_CA_CERTS. Resolves once it logged `readyLine`.
  */
 export async function startChild(service: 'worker' | 'webhook-dispatcher', env: Record<string, string>, readyLine: string): Promise<ChildService> {
   const childEnv = { ...process.env, ...testEnv({ LOG_LEVEL: 'info', ...env }), NODE_EXTRA_CA_CERTS: testCa().caFile };
-  const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), [path.join(ROOT, `services/${service}/src/main.ts`)], {
+  // `node --import tsx`, not the tsx CLI: the CLI runs the program in a second process, and a
+  // signal sent to the wrapper would not reach the service.
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, `services/${service}/src/main.ts`)], {
     cwd: ROOT,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -30,6 +30,7 @@ async function main(): Promise<void> {
         '',
         '  Demo account created (shown once; store it now):',
         `    API docs:  ${base}/docs`,
+        `    console:   ${base}/app  (log in with the e-mail and password below)`,
         `    e-mail:    ${DEMO_EMAIL}`,
         `    password:  ${password}`,
         `    paid key:  ${plaintext_key}   (1000 credits; the account also has a 100-credit trial grant)`,

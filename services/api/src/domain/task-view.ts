@@ -24,21 +24,24 @@ interface StoredFile {
 
 const iso = (d: Date | null) => (d ? JSON.stringify(d.toISOString()) : 'null');
 
-/** URL of a task's file; `base` is the server's origin. */
-export function fileUrl(base: string, publicId: string, name: string): string {
-  return `${base}/api/tasks/${publicId}/files/${encodeURIComponent(name)}`;
+/** Where task files are served: the task API (API key) by default; the console has its own route. */
+export const API_FILES_ROOT = '/api/tasks';
+
+/** URL of a task's file; `base` is the server's origin, `filesRoot` the route the file is under. */
+export function fileUrl(base: string, publicId: string, name: string, filesRoot = API_FILES_ROOT): string {
+  return `${base}${filesRoot}/${publicId}/files/${encodeURIComponent(name)}`;
 }
 
 /**
  * The public task JSON. Built as text so that `payload` (and `input`/`result`) are emitted exactly
  * as stored, never re-serialized.
  */
-export function renderTask(row: TaskRow, base: string): string {
+export function renderTask(row: TaskRow, base: string, filesRoot = API_FILES_ROOT): string {
   const files = (JSON.parse(row.files) as StoredFile[]).map((f) => ({
     name: f.name,
     content_type: f.content_type,
     size: f.size,
-    url: fileUrl(base, row.public_id, f.name),
+    url: fileUrl(base, row.public_id, f.name, filesRoot),
   }));
   return (
     `{"public_id":${JSON.stringify(row.public_id)}` +

@@ -2,6 +2,7 @@
 import { examples } from './examples';
 import { headerComponents, parameterComponents } from './headers-parameters';
 import { consolePaths } from './paths-console';
+import { consoleTaskPaths } from './paths-console-tasks';
 import { opsPaths } from './paths-ops';
 import { taskPaths } from './paths-tasks';
 import type { OpenApiObject } from './refs';
@@ -27,7 +28,7 @@ balance; trial keys (\`sk-test-...\`) on their trial grant. Every request that p
 key's rate limits (paid 300/minute and 100000/day, trial 20/minute and 1000/day) and its response carries
 \`RateLimit-Policy\` and \`RateLimit\`; a 429 adds \`Retry-After\`.
 
-**Console** (\`/api/auth/*\`, \`/api/keys*\`, \`/api/trial-grants\`, \`/api/credits/balance\`, \`/api/webhook-secret*\`): log in with
+**Console** (\`/api/auth/*\`, \`/api/keys*\`, \`/api/trial-grants\`, \`/api/credits/balance\`, \`/api/webhook-secret*\`, \`/api/console/tasks*\`): log in with
 \`POST /api/auth/login\`, then send \`Authorization: Bearer <token>\` or the \`session\` cookie. These endpoints refuse any
 request carrying \`X-Api-Key\`.
 
@@ -49,10 +50,12 @@ export const openApiDocument: OpenApiDocument = {
     { name: 'Console session', description: 'Log in and out of the console.' },
     { name: 'API keys', description: 'Manage API keys. Login session.' },
     { name: 'Account', description: 'Credits, trial grants and the webhook secret. Login session.' },
+    { name: 'Console tasks', description: "The account's tasks and their files, for the console pages. Login session." },
+    { name: 'Webhook deliveries', description: 'The delivery log with every attempt, and manual resend. Login session.' },
     { name: 'Operations', description: 'Health, readiness, metrics and this document. No authentication.' },
     { name: 'Webhooks', description: 'What the service sends to `callback_url`.' },
   ],
-  paths: { ...taskPaths, ...consolePaths, ...opsPaths } as OpenApiDocument['paths'],
+  paths: { ...taskPaths, ...consolePaths, ...consoleTaskPaths, ...opsPaths } as OpenApiDocument['paths'],
   webhooks,
   components: {
     securitySchemes: {

@@ -73,6 +73,8 @@ export const examples: Record<string, OpenApiObject> = {
   GrantExpired: msg('The trial grant has expired', 'This trial grant has expired.'),
   GrantExhausted: msg('The trial grant has no quota left', 'This trial grant has no remaining quota.'),
   GrantAlreadyBound: msg('The grant already has an unrevoked key', 'This trial grant already has an active key. Revoke or reissue that key instead.'),
+  DeliveryNotFound: msg("Unknown id, malformed id, or another account's delivery", 'Delivery not found.'),
+  DeliveryPending: msg('The delivery still has attempts scheduled', 'Delivery is still pending; wait for its next attempt or for it to finish.'),
   KeyNotActive: msg('The key is revoked or its grant expired', 'Only active keys can be revealed.'),
   KeyRevokedNoReissue: msg('The key is already revoked', 'This key is revoked; create a new key instead.'),
   InvalidKeyType: invalid('type is neither "paid" nor "trial"', 'type', 'must be "paid" or "trial"'),

@@ -76,6 +76,20 @@ export const parameterComponents: Record<string, OpenApiObject> = {
     description: "The key's `id`. A malformed id, an unknown id and another account's key all give 404 `API key not found.`",
     schema: { type: 'string', pattern: '^key_[A-Za-z0-9]{22}$', example: 'key_5Jd8Qw2Er6Ty1Ui9Op3As7' },
   },
+  DeliveryId: {
+    name: 'deliveryId',
+    in: 'path',
+    required: true,
+    description: "The delivery's `id`. A malformed id, an unknown id and another account's delivery all give 404 `Delivery not found.`",
+    schema: { type: 'string', pattern: '^whd_[A-Za-z0-9]{22}$', example: 'whd_8Hs2Kd9Lq4Wm1Xn7Bv3Cz6' },
+  },
+  DeliveryTaskFilter: {
+    name: 'public_id',
+    in: 'query',
+    required: false,
+    description: 'Only the deliveries of this task.',
+    schema: { type: 'string', maxLength: 64, example: 'task_3kT9xQ2mLp7Vn4Rb8Yc1Zd' },
+  },
   IdempotencyKey: {
     name: 'Idempotency-Key',
     in: 'header',

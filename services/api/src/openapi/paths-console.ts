@@ -195,6 +195,42 @@ export const consolePaths: Record<string, OpenApiObject> = {
       responses: { '200': ok('The current secret.', 'WebhookSecret'), ...sessionErrors('get') },
     },
   },
+  '/api/webhook-deliveries': {
+    get: {
+      tags: ['Webhook deliveries'],
+      operationId: 'listWebhookDeliveries',
+      summary: 'Webhook delivery log',
+      description:
+        'Deliveries of the account (one per completed or failed task with a `callback_url`), newest first, each with every ' +
+        'attempt: time, HTTP status, duration, error and the start of the response.',
+      security: SESSION_SECURITY,
+      parameters: [parameter('DeliveryTaskFilter'), parameter('Limit')],
+      responses: {
+        '200': ok('The deliveries.', 'WebhookDeliveryList'),
+        '400': errorResponse('A bad query parameter.', 'ValidationError', ['InvalidLimitParam']),
+        ...sessionErrors('get'),
+      },
+    },
+  },
+  '/api/webhook-deliveries/{deliveryId}/resend': {
+    post: {
+      tags: ['Webhook deliveries'],
+      operationId: 'resendWebhookDelivery',
+      summary: 'Send a delivery again',
+      description:
+        'Sends a succeeded or given-up delivery once more, now, signed with the current secret. It is one more attempt of the ' +
+        'same series: `webhook-id` stays the same so receivers can de-duplicate. If it fails and the retry schedule has retries ' +
+        'left after that attempt number, they follow. A delivery that is still pending is refused (409). No request body.',
+      security: SESSION_SECURITY,
+      parameters: [parameter('DeliveryId')],
+      responses: {
+        '202': ok('Queued for sending; the delivery is pending again.', 'ResentWebhookDelivery'),
+        '404': errorResponse('No such delivery for this account.', 'Error', ['DeliveryNotFound']),
+        '409': errorResponse('The delivery is still pending.', 'Error', ['DeliveryPending']),
+        ...sessionErrors('post'),
+      },
+    },
+  },
   '/api/webhook-secret/rotate': {
     post: {
       tags: ['Account'],

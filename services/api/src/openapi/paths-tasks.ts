@@ -11,7 +11,7 @@ import {
   schema,
   type OpenApiObject,
 } from './refs';
-import { apiKeyErrors } from './responses';
+import { apiKeyErrors, taskListBadRequest } from './responses';
 
 const TAGS = ['Tasks'];
 
@@ -105,19 +105,7 @@ export const taskPaths: Record<string, OpenApiObject> = {
       parameters: [parameter('StatusFilter'), parameter('KindFilter'), parameter('Limit'), parameter('Cursor')],
       responses: {
         '200': { description: 'One page of tasks.', headers: headers(...RATE_HEADERS), content: json(schema('TaskList')) },
-        '400': {
-          description: 'A query parameter is invalid, or `cursor` names no task of this account.',
-          headers: headers(...RATE_HEADERS),
-          content: json({ anyOf: [schema('ValidationError'), schema('Error')] }, [
-            'InvalidStatusParam',
-            'InvalidKindParam',
-            'InvalidLimitParam',
-            'InvalidCursorParam',
-            'RepeatedParam',
-            'UnknownParam',
-            'UnknownCursor',
-          ]),
-        },
+        '400': taskListBadRequest(RATE_HEADERS),
         ...apiKeyErrors,
       },
     },

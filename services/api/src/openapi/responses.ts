@@ -82,6 +82,21 @@ export const responseComponents: Record<string, OpenApiObject> = {
   ConsoleUnsupportedMediaType: errorResponse('The JSON body has an unsupported `Content-Encoding` or a charset that is not UTF-8/16/32.', 'Error', ['UnsupportedEncoding']),
 };
 
+/** 400 of a task list (`GET /api/tasks`, `GET /api/console/tasks`: the same query rules), with the given headers. */
+export const taskListBadRequest = (headerNames: readonly string[]): OpenApiObject => ({
+  description: 'A query parameter is invalid, or `cursor` names no task of this account.',
+  headers: headers(...headerNames),
+  content: json(anyError('ValidationError'), [
+    'InvalidStatusParam',
+    'InvalidKindParam',
+    'InvalidLimitParam',
+    'InvalidCursorParam',
+    'RepeatedParam',
+    'UnknownParam',
+    'UnknownCursor',
+  ]),
+});
+
 /** Responses every console (session) operation can give, by status. */
 export const sessionErrors = (method: 'get' | 'post'): OpenApiObject => ({
   '401': response('SessionUnauthorized'),

@@ -151,6 +151,52 @@ export const consoleSchemas: Record<string, OpenApiObject> = {
       rotated_at: { type: 'string', format: 'date-time' },
     },
   },
+  WebhookAttempt: {
+    type: 'object',
+    required: ['attempt_number', 'started_at', 'duration_ms', 'status_code', 'error', 'response_excerpt'],
+    properties: {
+      attempt_number: { type: 'integer', minimum: 1, description: 'Also sent as `X-Webhook-Attempt`.' },
+      started_at: { type: 'string', format: 'date-time' },
+      duration_ms: { type: 'integer', minimum: 0 },
+      status_code: { type: ['integer', 'null'], description: "The receiver's HTTP status; null when no response arrived." },
+      error: {
+        type: ['string', 'null'],
+        description: 'Why the attempt failed (`HTTP 500`, `timed out`, a connection, TLS or destination error); null on success.',
+        example: 'HTTP 500',
+      },
+      response_excerpt: { type: ['string', 'null'], description: "The first 500 characters of the receiver's response body." },
+    },
+  },
+  WebhookDelivery: {
+    type: 'object',
+    required: ['id', 'public_id', 'url', 'task_status', 'state', 'attempt_count', 'next_attempt_at', 'created_at', 'completed_at', 'attempts'],
+    properties: {
+      id: { type: 'string', pattern: '^whd_[A-Za-z0-9]{22}$', description: 'Also sent as `webhook-id` (stable across retries).' },
+      public_id: { type: 'string', description: 'The task.' },
+      url: { type: 'string', format: 'uri', description: "The task's `callback_url`." },
+      task_status: { type: 'integer', enum: [20, 30], description: 'The terminal status the webhook announces.' },
+      state: {
+        type: 'string',
+        enum: ['pending', 'succeeded', 'failed'],
+        description: '`pending` while attempts remain; `failed` after the last scheduled retry failed (given up).',
+      },
+      attempt_count: { type: 'integer', minimum: 0 },
+      next_attempt_at: { type: ['string', 'null'], format: 'date-time', description: 'When the next attempt is due (pending only).' },
+      created_at: { type: 'string', format: 'date-time' },
+      completed_at: { type: ['string', 'null'], format: 'date-time' },
+      attempts: { type: 'array', items: schema('WebhookAttempt'), description: 'Every attempt, oldest first.' },
+    },
+  },
+  WebhookDeliveryList: {
+    type: 'object',
+    required: ['data'],
+    properties: { data: { type: 'array', items: schema('WebhookDelivery'), description: 'Newest first.' } },
+  },
+  ResentWebhookDelivery: {
+    type: 'object',
+    required: ['delivery'],
+    properties: { delivery: schema('WebhookDelivery') },
+  },
   Health: {
     type: 'object',
     required: ['status'],

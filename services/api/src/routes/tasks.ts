@@ -1,22 +1,17 @@
-import path from 'node:path';
 import express, { Router, type RequestHandler, type Response } from 'express';
-import { z } from 'zod';
-import { TASK_KINDS, TASK_STATUSES, type TaskKind } from '@taskapi/domain';
-import { isId } from '@taskapi/ids';
+import { TASK_KINDS, type TaskKind } from '@taskapi/domain';
 import { taskJobId } from '@taskapi/queue';
 import type { ApiDeps } from '../deps';
 import { apiKeyAuth } from '../http/api-key-auth';
 import { HttpError, badRequest } from '../http/errors';
 import { baseUrl, keyPrincipal, locals } from '../http/request-context';
+import { sendJson, sendTask, sendTaskFile, sendTaskList, taskIdParam } from '../http/task-responses';
 import { parseOrThrow } from '../http/validation';
-import { cancelTask, TASK_NOT_FOUND } from '../domain/cancel-task';
+import { cancelTask } from '../domain/cancel-task';
 import { requestFingerprint, type IdempotencyRequest } from '../domain/create-task';
 import { createTaskSchemas, draftTask, MAX_IMAGE_BYTES } from '../domain/task-input';
-import { listTasks } from '../domain/task-queries';
-import { renderTask, taskFiles } from '../domain/task-view';
+import { renderTask } from '../domain/task-view';
 
-export const FILE_NOT_FOUND = 'File not found.';
-const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 // Base64 of the largest image plus room for the other fields.
@@ -45,47 +40,11 @@ function jsonBody(limit: number): RequestHandler {
   };
 }
 
-const listQuerySchema = z.strictObject({
-  status: z
-    .string({ error: 'must be given once' })
-    .transform((s, ctx) => {
-      const values = s.split(',').map((v) => Number(v.trim()));
-      if (values.some((v) => !(TASK_STATUSES as readonly number[]).includes(v))) {
-        ctx.addIssue({ code: 'custom', message: `must be one or more of ${TASK_STATUSES.join(', ')}, comma-separated` });
-        return z.NEVER;
-      }
-      return [...new Set(values)];
-    })
-    .optional(),
-  kind: z.enum(TASK_KINDS, { error: `must be one of ${TASK_KINDS.join(', ')}` }).optional(),
-  limit: z
-    .string({ error: 'must be given once' })
-    .regex(/^\d{1,3}$/, { error: 'must be an integer from 1 to 100' })
-    .transform(Number)
-    .pipe(z.number().min(1, { error: 'must be an integer from 1 to 100' }).max(100, { error: 'must be an integer from 1 to 100' }))
-    .optional(),
-  cursor: z
-    .string({ error: 'must be given once' })
-    .refine((c) => isId('task', c), { error: 'must be a next_cursor value from a previous page' })
-    .optional(),
-});
-
-function sendJson(res: Response, status: number, body: string): void {
-  res.status(status).type('application/json').send(body);
-}
-
 /** The `/api/tasks` router: every request authenticated by API key and rate limited. */
 export function taskRoutes(deps: ApiDeps): Router {
   const { config, db, redis, taskQueues, taskReadCache, taskCreator, enqueueTask, logger, metrics } = deps;
   const router = Router();
   router.use(apiKeyAuth(deps));
-
-  const taskIdParam = (res: Response, value: string | undefined): string => {
-    // Hostile or malformed ids never reach the database.
-    if (!value || !isId('task', value)) throw new HttpError(404, TASK_NOT_FOUND);
-    locals(res).publicId = value;
-    return value;
-  };
 
   const create =
     (kind: TaskKind): RequestHandler =>
@@ -125,16 +84,7 @@ export function taskRoutes(deps: ApiDeps): Router {
   }
 
   router.get('/', async (req, res) => {
-    const principal = keyPrincipal(res);
-    const q = parseOrThrow(listQuerySchema, req.query, 'Query');
-    const { rows, nextCursor } = await listTasks(db.pool, principal.accountId, {
-      statuses: q.status,
-      kind: q.kind,
-      limit: q.limit ?? 20,
-      cursor: q.cursor,
-    });
-    const base = baseUrl(req, config.publicBaseUrl);
-    sendJson(res, 200, `{"data":[${rows.map((r) => renderTask(r, base)).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`);
+    await sendTaskList(res, db.pool, keyPrincipal(res).accountId, req.query, baseUrl(req, config.publicBaseUrl));
   });
 
   const readTask = (res: Response, publicId: string) =>
@@ -142,9 +92,7 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   router.get('/:publicId', async (req, res) => {
     const publicId = taskIdParam(res, req.params.publicId);
-    const row = await readTask(res, publicId);
-    if (!row) throw new HttpError(404, TASK_NOT_FOUND);
-    sendJson(res, 200, renderTask(row, baseUrl(req, config.publicBaseUrl)));
+    sendTask(res, await readTask(res, publicId), baseUrl(req, config.publicBaseUrl));
   });
 
   router.post('/:publicId/cancel', async (req, res) => {
@@ -159,25 +107,7 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   router.get('/:publicId/files/:name', async (req, res) => {
     const publicId = taskIdParam(res, req.params.publicId);
-    const row = await readTask(res, publicId);
-    if (!row) throw new HttpError(404, TASK_NOT_FOUND);
-    const name = req.params.name;
-    const file = name && FILE_NAME.test(name) ? taskFiles(row).find((f) => f.name === name) : undefined;
-    if (!file) throw new HttpError(404, FILE_NOT_FOUND);
-    // Headers given to sendFile are only set when the file is actually sent.
-    const headers = {
-      'Content-Type': file.content_type,
-      'Cache-Control': 'private, max-age=86400, immutable',
-      'Content-Disposition': `inline; filename="${file.name}"`,
-    };
-    await new Promise<void>((resolve, reject) => {
-      res.sendFile(path.join(config.filesDir, publicId, file.name), { dotfiles: 'deny', headers }, (err) => {
-        if (!err) resolve();
-        else if (res.headersSent) resolve();
-        else if ((err as NodeJS.ErrnoException).code === 'ENOENT') reject(new HttpError(404, FILE_NOT_FOUND));
-        else reject(err);
-      });
-    });
+    await sendTaskFile(res, config.filesDir, await readTask(res, publicId), req.params.name);
   });
 
   return router;

@@ -1,0 +1,176 @@
+// API keys: a paid tab and a trial tab (keyboard-operable tabs). Create, show (reveal, audited),
+// copy, reissue and revoke. A new key's plaintext is shown once, with a "store it now" notice.
+import { act, api, badge, confirmedAction, copyText, el, fill, notify, startPage, table, time } from './common.js';
+
+const TYPES = ['paid', 'trial'];
+const tabs = TYPES.map((type) => document.getElementById(`tab-${type}`));
+let grants = [];
+
+// --- Tabs (WAI-ARIA tabs pattern: arrows, Home and End move between tabs; the URL hash remembers). ---
+
+function selectTab(type, { focus = false } = {}) {
+  for (const t of TYPES) {
+    const tab = document.getElementById(`tab-${t}`);
+    const selected = t === type;
+    tab.setAttribute('aria-selected', String(selected));
+    tab.tabIndex = selected ? 0 : -1;
+    document.getElementById(`panel-${t}`).hidden = !selected;
+    if (selected && focus) tab.focus();
+  }
+  history.replaceState(null, '', type === 'paid' ? location.pathname : `#${type}`);
+}
+
+tabs.forEach((tab, index) => {
+  const type = TYPES[index];
+  tab.addEventListener('click', () => selectTab(type));
+  tab.addEventListener('keydown', (event) => {
+    const moves = { ArrowRight: index + 1, ArrowLeft: index - 1, Home: 0, End: TYPES.length - 1 };
+    if (!(event.key in moves)) return;
+    event.preventDefault();
+    selectTab(TYPES[(moves[event.key] + TYPES.length) % TYPES.length], { focus: true });
+  });
+});
+
+// --- The plaintext of a key that was just created or reissued. ---
+
+const newKey = document.getElementById('new-key');
+const newKeyValue = document.getElementById('new-key-value');
+
+function showNewKey(plaintext) {
+  newKeyValue.textContent = plaintext;
+  newKey.hidden = false;
+  newKey.focus();
+}
+
+document.getElementById('new-key-copy').addEventListener('click', () => copyText(newKeyValue.textContent, newKeyValue));
+document.getElementById('new-key-done').addEventListener('click', () => {
+  newKey.hidden = true;
+  newKeyValue.textContent = '';
+});
+
+// --- Key tables. ---
+
+function grantLabel(grant) {
+  const expires = new Date(grant.expires_at).toLocaleDateString(undefined, { dateStyle: 'medium' });
+  return `${grant.id} — ${grant.quota_remaining} of ${grant.quota_total} credits left, expires ${expires}`;
+}
+
+/** The "Show" button: reveals the plaintext in the row, with Copy and Hide. */
+function revealControl(key) {
+  const holder = el('div', { class: 'reveal' });
+  const showButton = el('button', { type: 'button', class: 'button secondary small', 'aria-label': `Show key ${key.key_prefix}` }, 'Show');
+  showButton.addEventListener('click', () =>
+    act(showButton, async () => {
+      const revealed = await api(`/api/keys/${encodeURIComponent(key.id)}/reveal`, { method: 'POST' });
+      const code = el('code', { class: 'revealed-key', text: revealed.plaintext_key });
+      const hide = el('button', { type: 'button', class: 'button secondary small', onclick: () => holder.replaceChildren(showButton) }, 'Hide');
+      holder.replaceChildren(
+        el('div', { class: 'secret' }, code),
+        el('div', { class: 'actions' }, el('button', { type: 'button', class: 'button secondary small', onclick: () => copyText(revealed.plaintext_key, code) }, 'Copy'), hide),
+      );
+      hide.focus();
+    }),
+  );
+  holder.append(showButton);
+  return holder;
+}
+
+function actionButton(label, key, handler, tone = 'secondary') {
+  return el('button', { type: 'button', class: `button small ${tone}`, 'aria-label': `${label} key ${key.key_prefix}`, onclick: handler }, label);
+}
+
+const reissue = (key) =>
+  confirmedAction(
+    {
+      title: `Reissue ${key.key_prefix}?`,
+      message: 'A new key replaces this one. This key stops working immediately, on every request; update your integration with the new key.',
+      confirmLabel: 'Reissue key',
+    },
+    async () => {
+      const created = await api(`/api/keys/${encodeURIComponent(key.id)}/reissue`, { method: 'POST' });
+      await load();
+      showNewKey(created.plaintext_key);
+      notify(`Key ${key.key_prefix} was revoked and replaced by ${created.key.key_prefix}.`, 'success');
+    },
+  );
+
+const revoke = (key) =>
+  confirmedAction(
+    {
+      title: `Revoke ${key.key_prefix}?`,
+      message: 'The key stops working immediately and cannot be restored. Requests using it will get "Invalid API key."',
+      confirmLabel: 'Revoke key',
+    },
+    async () => {
+      await api(`/api/keys/${encodeURIComponent(key.id)}/revoke`, { method: 'POST' });
+      await load();
+      notify(`Key ${key.key_prefix} revoked.`, 'success');
+    },
+  );
+
+function actions(key) {
+  if (key.status === 'revoked') return el('span', { class: 'muted', text: '—' });
+  const buttons = [];
+  if (key.status === 'active') buttons.push(revealControl(key), actionButton('Reissue', key, reissue(key)));
+  buttons.push(actionButton('Revoke', key, revoke(key), 'danger'));
+  return el('div', { class: 'actions' }, buttons);
+}
+
+function keyTable(type, keys) {
+  const byId = new Map(grants.map((g) => [g.id, g]));
+  const columns = [
+    { label: 'Key', render: (k) => el('code', { text: `${k.key_prefix}…` }) },
+    { label: 'Status', render: (k) => badge(k.status) },
+  ];
+  if (type === 'trial') {
+    columns.push({
+      label: 'Grant',
+      render: (k) => {
+        const g = byId.get(k.grant_id);
+        return el('span', {}, el('span', { class: 'mono', text: k.grant_id }), g ? el('span', { class: 'muted block', text: `${g.quota_remaining} of ${g.quota_total} left, expires ` }, time(g.expires_at)) : null);
+      },
+    });
+  }
+  columns.push(
+    { label: 'Created', render: (k) => time(k.created_at) },
+    { label: 'Last used', render: (k) => time(k.last_used_at) },
+    { label: 'Actions', render: actions },
+  );
+  return table(columns, keys, { caption: `${type === 'paid' ? 'Paid' : 'Trial'} keys`, empty: `No ${type} keys yet.`, rowClass: (k) => `key-${k.status}` });
+}
+
+function grantChoices() {
+  const select = document.getElementById('trial-grant');
+  const usable = grants.filter((g) => g.usable && !g.bound_key_id);
+  select.replaceChildren(...usable.map((g) => el('option', { value: g.id, text: grantLabel(g) })));
+  document.getElementById('create-trial-form').hidden = usable.length === 0;
+  document.getElementById('no-grant').hidden = usable.length > 0;
+}
+
+async function load() {
+  const [paid, trial, grantList] = await Promise.all([api('/api/keys?type=paid'), api('/api/keys?type=trial'), api('/api/trial-grants')]);
+  grants = grantList.data;
+  fill('paid-keys', keyTable('paid', paid.data));
+  fill('trial-keys', keyTable('trial', trial.data));
+  grantChoices();
+}
+
+function create(body, button) {
+  return act(button, async () => {
+    const created = await api('/api/keys', { method: 'POST', body });
+    await load();
+    showNewKey(created.plaintext_key);
+    notify(`Key ${created.key.key_prefix} created.`, 'success');
+  });
+}
+
+startPage(async () => {
+  selectTab(location.hash === '#trial' ? 'trial' : 'paid');
+  document.getElementById('create-paid').addEventListener('click', (event) => create({ type: 'paid' }, event.currentTarget));
+  document.getElementById('create-trial-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const grantId = event.currentTarget.elements.grant_id.value;
+    if (grantId) create({ type: 'trial', grant_id: grantId }, document.getElementById('create-trial'));
+  });
+  await load();
+});

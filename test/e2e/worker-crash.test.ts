@@ -1,0 +1,128 @@
+// Workers are real processes here (`tsx services/worker/src/main.ts`, as `npm run start:worker`
+// runs them), killed with SIGKILL mid-task. The video kind runs through the `http` engine against
+// an inference server that holds each request, so the kill lands while the task is running.
+import { startHttpsReceiver, waitFor, type HttpsReceiver } from '@taskapi/testing';
+import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
+import { answerWithVideo, startInferenceServer, type InferenceServer } from './support/inference-server';
+import { startChild, startDispatcher, startSystem, type ChildService, type Running, type TestSystem } from './support/system';
+import { deliveriesOf, ledgerOf, waitForTask } from './support/tasks';
+
+const REDIS_DB = 12;
+
+describe('a worker killed mid-task', () => {
+  let system: TestSystem;
+  let dispatcher: Running;
+  let receiver: HttpsReceiver;
+  let inference: InferenceServer;
+  let account: TestAccount;
+  let key: CreatedKey;
+  let workerEnv: Record<string, string>;
+  const children: ChildService[] = [];
+
+  beforeAll(async () => {
+    inference = await startInferenceServer();
+    system = await startSystem(REDIS_DB, { WORKER_LOCK_DURATION_MS: '1000' });
+    workerEnv = {
+      ...system.env,
+      WORKER_KINDS: 'video-generation',
+      ENGINE_VIDEO: 'http',
+      HTTP_ENGINE_URL: inference.url,
+      // Children log at info level, so the test can wait for "worker started".
+      LOG_LEVEL: 'info',
+    };
+    receiver = await startHttpsReceiver(() => 204);
+    dispatcher = await startDispatcher(system.env);
+    account = await seedAccount(system.api, { credits: 100 });
+    key = await createKey(system.api, account, { type: 'paid' });
+  });
+
+  afterAll(async () => {
+    await Promise.all(children.map((c) => c.kill('SIGKILL')));
+    await dispatcher?.stop();
+    await receiver?.close();
+    await inference?.close();
+    await system?.stop();
+  });
+
+  async function worker(): Promise<ChildService> {
+    const child = await startChild('worker', workerEnv, 'worker started');
+    children.push(child);
+    return child;
+  }
+
+  async function videoTask(): Promise<string> {
+    const res = await system.api.req('POST', '/api/tasks/video-generation', {
+      headers: withKey(key),
+      body: { prompt: 'crash test', duration_seconds: 1, callback_url: receiver.url('/hooks') },
+    });
+    expect(res.status).toBe(201);
+    return res.body.public_id;
+  }
+
+  const hooksOf = (publicId: string) => receiver.at('/hooks').filter((r) => JSON.parse(r.body.toString()).public_id === publicId);
+
+  async function attemptsColumn(publicId: string): Promise<number> {
+    const { rows } = await system.api.deps.db.pool.query<{ attempts: number }>('SELECT attempts FROM tasks WHERE public_id = $1', [publicId]);
+    return rows[0]!.attempts;
+  }
+
+  it('is retried by another worker and the task completes exactly once', async () => {
+    const first = await worker();
+    const publicId = await videoTask();
+    await inference.waitForRequest(publicId, 1);
+    expect((await waitForTask(system.api, key.plaintext, publicId, [10])).status).toBe(10);
+    await first.kill('SIGKILL');
+
+    const second = await worker();
+    // The dead worker's lock expires; the stalled job goes back to the queue and is run again.
+    answerWithVideo(await inference.waitForRequest(publicId, 2));
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 20, error_code: null, result: { frames: 1 } });
+    await waitFor(() => hooksOf(publicId).length === 1, { what: 'the webhook' });
+    await waitFor(async () => (await deliveriesOf(system.api, publicId))[0]?.state === 'succeeded', { what: 'delivery to succeed' });
+    expect(await ledgerOf(system.api, publicId)).toEqual([{ entry_type: 'charge', amount: -10 }]);
+    expect(await deliveriesOf(system.api, publicId)).toHaveLength(1);
+    expect(hooksOf(publicId)).toHaveLength(1);
+    expect(await attemptsColumn(publicId)).toBe(2);
+    await second.stop();
+    expect(second.child.exitCode).toBe(0);
+  });
+
+  it('killed again on the retry: the task fails with internal_error and is refunded, once', async () => {
+    const first = await worker();
+    const publicId = await videoTask();
+    await inference.waitForRequest(publicId, 1);
+    await first.kill('SIGKILL');
+    const second = await worker();
+    await inference.waitForRequest(publicId, 2);
+    await second.kill('SIGKILL');
+
+    // Stalled more often than allowed (maxStalledCount 1): BullMQ fails the job, the worker fails the task.
+    const third = await worker();
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 30, error_code: 'internal_error' });
+    expect(await ledgerOf(system.api, publicId)).toEqual([
+      { entry_type: 'charge', amount: -10 },
+      { entry_type: 'refund', amount: 10 },
+    ]);
+    const hooks = await waitFor(() => (hooksOf(publicId).length === 1 ? hooksOf(publicId) : undefined), { what: 'the failure webhook' });
+    expect(JSON.parse(hooks[0]!.body.toString())).toEqual({ public_id: publicId, status: 30, error_code: 'internal_error', payload: null });
+    expect(inference.requestsFor(publicId)).toHaveLength(2);
+    await third.stop();
+  });
+
+  it('SIGTERM hands the running task back without using an attempt; the next worker finishes it', async () => {
+    const first = await worker();
+    const publicId = await videoTask();
+    await inference.waitForRequest(publicId, 1);
+    await first.stop();
+    expect(first.child.exitCode).toBe(0);
+    expect(first.logs.some((l) => l.message === 'stopped')).toBe(true);
+
+    const second = await worker();
+    answerWithVideo(await inference.waitForRequest(publicId, 2));
+    expect((await waitForTask(system.api, key.plaintext, publicId)).status).toBe(20);
+    expect(await ledgerOf(system.api, publicId)).toEqual([{ entry_type: 'charge', amount: -10 }]);
+    await second.stop();
+  });
+});
