@@ -3,7 +3,10 @@
 //   2. authenticated, rate-limited GET /api/tasks/{public_id},
 //   3. task creation (POST /api/tasks/image-generation),
 // each against the real API process (PostgreSQL + Redis), with a paid key whose limits are raised
-// for the run, a large balance and no worker attached. Figures are printed, never asserted.
+// for the run, a large balance and no worker attached; then
+//   4. the whole pipeline: image tasks created over HTTP, run by one worker process, announced by
+//      one dispatcher process to a local HTTPS receiver (tasks/s and creation→webhook latency).
+// Figures are printed, never asserted.
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
@@ -12,7 +15,7 @@ import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { loadConfig } from '@taskapi/config';
 import { createDatabase } from '@taskapi/db';
-import { recreateDatabase, testEnv } from '@taskapi/testing';
+import { recreateDatabase, startHttpsReceiver, testCa, testEnv } from '@taskapi/testing';
 import { createAccount } from '../services/api/src/domain/accounts';
 import { createKey } from '../services/api/src/domain/api-keys';
 
@@ -83,6 +86,55 @@ async function load(name: string, opts: autocannon.Options, seconds = DURATION_S
   return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
 }
 
+const PIPELINE_TASKS = Number(process.env.BENCH_PIPELINE_TASKS ?? 400);
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/**
+ * Creates PIPELINE_TASKS small image tasks (16 at a time) with a callback to a local HTTPS receiver,
+ * with one worker process and one dispatcher process running, and times until every webhook arrived.
+ */
+async function pipeline(base: string, key: string, env: NodeJS.ProcessEnv): Promise<{ seconds: number; p50: number; p99: number }> {
+  const receiver = await startHttpsReceiver(() => 204);
+  const serviceEnv = { ...process.env, ...env, LOG_LEVEL: 'info', SWEEPER_INTERVAL_MS: '3600000', NODE_EXTRA_CA_CERTS: testCa().caFile };
+  const worker = await startProcess(
+    path.join(ROOT, 'services/worker/src/main.ts'),
+    { ...serviceEnv, WORKER_KINDS: 'image-generation', WORKER_CONCURRENCY: '4' },
+    /"worker started"/,
+  );
+  const dispatcher = await startProcess(path.join(ROOT, 'services/webhook-dispatcher/src/main.ts'), serviceEnv, /"webhook dispatcher started"/);
+  try {
+    const createdAt = new Map<string, number>();
+    const started = Date.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < PIPELINE_TASKS) {
+          const i = next++;
+          const res = await fetch(`${base}/api/tasks/image-generation`, {
+            method: 'POST',
+            headers: { 'x-api-key': key, 'content-type': 'application/json' },
+            body: JSON.stringify({ prompt: `pipeline ${i}`, width: 64, height: 64, callback_url: receiver.url('/hooks') }),
+          });
+          createdAt.set(((await res.json()) as { public_id: string }).public_id, Date.now());
+        }
+      }),
+    );
+    await receiver.waitForCount('/hooks', PIPELINE_TASKS, 300_000);
+    const latencies = receiver
+      .at('/hooks')
+      .map((r) => r.receivedAt - (createdAt.get((JSON.parse(r.body.toString()) as { public_id: string }).public_id) ?? NaN))
+      .sort((a, b) => a - b);
+    const last = Math.max(...receiver.at('/hooks').map((r) => r.receivedAt));
+    return { seconds: (last - started) / 1000, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  } finally {
+    await Promise.all([stop(worker.child), stop(dispatcher.child)]);
+    await receiver.close();
+  }
+}
+
 function row(cells: string[], widths: number[]): string {
   return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
 }
@@ -145,6 +197,18 @@ async function main(): Promise<void> {
     }
     console.log(`\nTargets: authenticated read >= 50 % of baseline (${((100 * read.rps) / baseline.rps).toFixed(1)} %); creation >= 20 % (${((100 * create.rps) / baseline.rps).toFixed(1)} %) with p99 < 100 ms (${create.p99.toFixed(1)} ms).`);
     console.log(`Tasks in the database after the run: ${tasks} (each creation is charged, recorded and enqueued).`);
+
+    // The queued tasks of the creation run stay in the database; their jobs go, so the pipeline
+    // run measures only its own tasks (the workers' sweeper is slowed down for the same reason).
+    const flush = new Redis(BENCH_REDIS);
+    await flush.flushdb();
+    flush.disconnect();
+    const p = await pipeline(base, key, env);
+    console.log(
+      `\nPipeline (1 worker process, concurrency 4; 1 dispatcher; HTTPS receiver): ${PIPELINE_TASKS} image tasks (64x64) ` +
+        `created → completed → webhook received in ${p.seconds.toFixed(1)} s = ${(PIPELINE_TASKS / p.seconds).toFixed(0)} tasks/s; ` +
+        `creation → webhook latency p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms.`,
+    );
   } finally {
     await stop(api);
     await db.close();
