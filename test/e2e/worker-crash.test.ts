@@ -111,6 +111,24 @@ describe('a worker killed mid-task', () => {
     await third.stop();
   });
 
+  it('a runaway engine is ended at the kind\'s deadline: status 30 timeout, refunded, not retried', async () => {
+    const child = await startChild('worker', { ...workerEnv, TASK_TIMEOUT_VIDEO_MS: '500' }, 'worker started');
+    children.push(child);
+    const publicId = await videoTask();
+    await inference.waitForRequest(publicId, 1); // and never answered
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 30, error_code: 'timeout' });
+    expect(await ledgerOf(system.api, publicId)).toEqual([
+      { entry_type: 'charge', amount: -10 },
+      { entry_type: 'refund', amount: 10 },
+    ]);
+    await waitFor(async () => (await system.api.deps.taskQueues.queues['video-generation'].getJobState(publicId)) === 'completed', {
+      what: 'the job to be done (no retry)',
+    });
+    expect(inference.requestsFor(publicId)).toHaveLength(1);
+    await child.stop();
+  });
+
   it('SIGTERM hands the running task back without using an attempt; the next worker finishes it', async () => {
     const first = await worker();
     const publicId = await videoTask();
