@@ -188,7 +188,11 @@ export const taskSchemas: Record<string, OpenApiObject> = {
       started_at: timestamp('When a worker started it; `null` before.'),
       finished_at: timestamp('When it reached a terminal status; `null` before.'),
       result: {
-        description: 'The engine result once completed, else `null`. Face detection: `{"face_coordinates": [...]}`.',
+        description:
+          'The engine result once completed, else `null`. Built-in engines: face detection `{"face_coordinates": [...]}`; ' +
+          'image generation `{"width","height"}` with file `image.png`; video generation ' +
+          '`{"width","height","duration_seconds","frames","fps"}` with file `video.gif` (an animated GIF). With the `http` ' +
+          'engine, whatever the inference server returns.',
         anyOf: [schema('FaceDetectionResult'), { type: 'object' }, { type: 'null' }],
       },
       files: { type: 'array', items: schema('TaskFile'), description: 'Files produced (e.g. the PNG or the video); empty until completed.' },
