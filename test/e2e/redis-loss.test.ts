@@ -6,6 +6,9 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { TEST_DATABASE_URL, recreateDatabase, startHttpsReceiver, waitFor, type HttpsReceiver } from '@taskapi/testing';
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
+import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
+import { sweepTasks } from '../../services/worker/src/domain/sweep-tasks';
+import { createLogger } from '@taskapi/logger';
 import { startDispatcher, startSystem, startWorker, type Running, type TestSystem } from './support/system';
 import { deliveriesOf, waitForTask } from './support/tasks';
 
@@ -27,8 +30,14 @@ describe('Redis loss', () => {
     key = await createKey(system.api, account, { type: 'paid' });
   });
 
+  const flush = async () => {
+    const redis = new Redis(system.env.REDIS_URL!);
+    await redis.flushdb();
+    redis.disconnect();
+  };
+
   afterAll(async () => {
-    await Promise.all(running.map((r) => r.stop()));
+    await Promise.all(running.splice(0).map((r) => r.stop()));
     await receiver?.close();
     await system?.stop();
   });
@@ -57,9 +66,7 @@ describe('Redis loss', () => {
     expect(await system.api.deps.webhooks.queue.count()).toBe(3);
 
     // Phase 3: Redis forgets everything.
-    const redis = new Redis(system.env.REDIS_URL!);
-    await redis.flushdb();
-    redis.disconnect();
+    await flush();
     expect(await system.api.deps.webhooks.queue.count()).toBe(0);
     expect(await system.api.deps.taskQueues.queues['image-generation'].count()).toBe(0);
 
@@ -76,5 +83,27 @@ describe('Redis loss', () => {
     );
     const announced = receiver.at('/hooks').map((r) => JSON.parse(r.body.toString()).public_id as string);
     expect(announced.sort()).toEqual([...all].sort());
+  });
+
+  it('a sweep walks the whole backlog page by page, so live jobs never hide missing ones', async () => {
+    await Promise.all(running.splice(0).map((r) => r.stop()));
+    const { api } = system;
+    // Deliveries waiting for a dispatcher, and tasks waiting for a worker.
+    const worker = await startWorker(system.env);
+    const done = await Promise.all([1, 2, 3].map((i) => create('image-generation', { prompt: `page ${i}`, width: 64, height: 64 })));
+    for (const id of done) await waitForTask(api, key.plaintext, id);
+    await worker.stop();
+    const queued = await Promise.all([1, 2, 3, 4, 5].map((i) => create('image-generation', { prompt: `backlog ${i}`, width: 64, height: 64 })));
+    await flush();
+
+    const deps = { db: api.deps.db.pool, redis: api.deps.redis, webhooks: api.deps.webhooks, taskQueues: api.deps.taskQueues, logger: createLogger({ service: 'sweep', level: 'silent' }) };
+    expect(await sweepTasks(deps, ['image-generation'], 0, 2)).toEqual({ requeued: 5, failed: 0 });
+    for (const id of queued) expect(await api.deps.taskQueues.queues['image-generation'].getJobState(id)).toBe('waiting');
+    // A second sweep finds every job in place.
+    expect(await sweepTasks(deps, ['image-generation'], 0, 2)).toEqual({ requeued: 0, failed: 0 });
+
+    expect(await sweepDeliveries(api.deps.db.pool, api.deps.webhooks, 0, 2)).toBe(3);
+    expect(await api.deps.webhooks.queue.getWaitingCount()).toBe(3);
+    expect(await sweepDeliveries(api.deps.db.pool, api.deps.webhooks, 0, 2)).toBe(0);
   });
 });
