@@ -70,6 +70,8 @@ const envSchema = z.object({
   ENGINE_VIDEO: z.enum(['builtin', 'http'], { error: 'ENGINE_VIDEO must be builtin or http' }).default('builtin'),
   ENGINE_IMAGE: z.enum(['builtin', 'http'], { error: 'ENGINE_IMAGE must be builtin or http' }).default('builtin'),
   ENGINE_FACE: z.enum(['builtin', 'http'], { error: 'ENGINE_FACE must be builtin or http' }).default('builtin'),
+  VIDEO_FORMAT: z.enum(['auto', 'mp4', 'gif'], { error: 'VIDEO_FORMAT must be auto, mp4 or gif' }).default('auto'),
+  FFMPEG_PATH: z.string().min(1).default('ffmpeg'),
   HTTP_ENGINE_URL: z.url({ protocol: /^https?$/, error: 'HTTP_ENGINE_URL must be an http(s) URL' }).optional(),
   HTTP_ENGINE_TOKEN: z.string().min(1).optional(),
   DISPATCHER_CONCURRENCY: positiveInt('DISPATCHER_CONCURRENCY', 1000).default(20),
@@ -117,6 +119,9 @@ export interface Config {
   /** Which engine runs each kind: the built-in CPU engine, or the `http` engine at `httpEngine.url`. */
   engines: Readonly<Record<TaskKindName, 'builtin' | 'http'>>;
   httpEngine: { url: string; token: string | undefined } | undefined;
+  /** Built-in video engine output: `mp4` needs ffmpeg with libx264; `auto` picks mp4 when it is there, else `gif`. */
+  videoFormat: 'auto' | 'mp4' | 'gif';
+  ffmpegPath: string;
   /** Webhook attempts one dispatcher process sends at once (I/O bound). */
   dispatcherConcurrency: number;
   webhookTimeoutMs: number;
@@ -250,6 +255,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'face-detection': e.TASK_TIMEOUT_FACE_MS,
     }),
     engines,
+    videoFormat: e.VIDEO_FORMAT,
+    ffmpegPath: e.FFMPEG_PATH,
     httpEngine: e.HTTP_ENGINE_URL ? { url: e.HTTP_ENGINE_URL.replace(/\/+$/, ''), token: e.HTTP_ENGINE_TOKEN } : undefined,
     dispatcherConcurrency: e.DISPATCHER_CONCURRENCY,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,

@@ -10,3 +10,5 @@ export { testCa } from './test-ca';
 export type { TestCa } from './test-ca';
 export { startHttpsReceiver } from './https-receiver';
 export type { HttpsReceiver, ReceivedRequest, ReceiverReply } from './https-receiver';
+export { inspectVideo } from './inspect-video';
+export type { VideoFacts } from './inspect-video';

@@ -32,7 +32,7 @@ export async function startWorkerService(
   const { db, redis } = backends;
   const webhooks = createWebhookQueue(redis);
   const taskQueues = createTaskQueues(redis);
-  const engines = createEngines(config, config.workerKinds);
+  const { engines, description } = createEngines(config, config.workerKinds);
   const files = createFileStore(config.filesDir);
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
   const shutdown = new AbortController();
@@ -83,7 +83,7 @@ export async function startWorkerService(
     }),
   );
 
-  logger.info('worker started', { kinds: config.workerKinds, concurrency: config.workerConcurrency, engines: config.engines });
+  logger.info('worker started', { kinds: config.workerKinds, concurrency: config.workerConcurrency, engines: description });
   return {
     async stop() {
       shutdown.abort(new Error('worker shutting down'));

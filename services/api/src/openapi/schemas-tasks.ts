@@ -191,7 +191,8 @@ export const taskSchemas: Record<string, OpenApiObject> = {
         description:
           'The engine result once completed, else `null`. Built-in engines: face detection `{"face_coordinates": [...]}`; ' +
           'image generation `{"width","height"}` with file `image.png`; video generation ' +
-          '`{"width","height","duration_seconds","frames","fps"}` with file `video.gif` (an animated GIF). With the `http` ' +
+          '`{"width","height","duration_seconds","frames","fps","format"}` with file `video.mp4` (H.264) or, on a worker ' +
+          'without ffmpeg, `video.gif` (an animated GIF). With the `http` ' +
           'engine, whatever the inference server returns.',
         anyOf: [schema('FaceDetectionResult'), { type: 'object' }, { type: 'null' }],
       },

@@ -4,22 +4,43 @@ import type { Engine } from './engine';
 import { createFaceDetectionEngine } from './face-detection';
 import { createHttpEngine } from './http-engine';
 import { createImageGenerationEngine } from './image-generation';
-import { createVideoGenerationEngine } from './video-generation';
+import { ffmpegCanEncodeH264 } from './ffmpeg-mp4';
+import { createVideoGenerationEngine, type VideoFormat } from './video-generation';
+
+/** The built-in video engine's format: `auto` is mp4 when ffmpeg can encode H.264, else gif. */
+export function resolveVideoFormat(config: Pick<Config, 'videoFormat' | 'ffmpegPath'>): VideoFormat {
+  if (config.videoFormat === 'gif') return 'gif';
+  const available = ffmpegCanEncodeH264(config.ffmpegPath);
+  if (config.videoFormat === 'mp4' && !available) {
+    throw new Error(`VIDEO_FORMAT=mp4 needs ffmpeg with libx264 (FFMPEG_PATH=${config.ffmpegPath})`);
+  }
+  return available ? 'mp4' : 'gif';
+}
+
+export interface Engines {
+  engines: Partial<Record<TaskKind, Engine>>;
+  /** What each kind runs on, for the start-up log: `http`, `builtin`, or `builtin (mp4)`/`builtin (gif)` for video. */
+  description: Partial<Record<TaskKind, string>>;
+}
 
 /** The engine of each kind this process runs, as configured (`ENGINE_<KIND>=builtin|http`). */
-export function createEngines(config: Config, kinds: readonly TaskKind[]): Partial<Record<TaskKind, Engine>> {
+export function createEngines(config: Config, kinds: readonly TaskKind[]): Engines {
   const engines: Partial<Record<TaskKind, Engine>> = {};
+  const description: Partial<Record<TaskKind, string>> = {};
   for (const kind of kinds) {
+    description[kind] = config.engines[kind];
     if (config.engines[kind] === 'http') {
       if (!config.httpEngine) throw new Error('HTTP_ENGINE_URL is required for the http engine');
       engines[kind] = createHttpEngine(config.httpEngine);
     } else if (kind === 'image-generation') {
       engines[kind] = createImageGenerationEngine();
     } else if (kind === 'video-generation') {
-      engines[kind] = createVideoGenerationEngine();
+      const format = resolveVideoFormat(config);
+      engines[kind] = createVideoGenerationEngine({ format, ffmpegPath: config.ffmpegPath });
+      description[kind] = `builtin (${format})`;
     } else {
       engines[kind] = createFaceDetectionEngine();
     }
   }
-  return engines;
+  return { engines, description };
 }

@@ -56,32 +56,52 @@ export function promptScene(prompt: string): PromptScene {
   return {
     render(width, height, t, out) {
       const angle = t * Math.PI * 2;
+      // Background: a vertical gradient mixed with diagonal waves. sin(a + b) is split into
+      // per-column and per-row tables, so the pixel loop has no trigonometry.
+      const k = stripes * Math.PI;
+      const sinX = new Float64Array(width);
+      const cosX = new Float64Array(width);
+      for (let x = 0; x < width; x++) {
+        const a = (x / (width - 1)) * k + angle;
+        sinX[x] = Math.sin(a);
+        cosX[x] = Math.cos(a);
+      }
       for (let y = 0; y < height; y++) {
         const v = y / (height - 1);
+        const sinY = Math.sin(v * k);
+        const cosY = Math.cos(v * k);
+        let i = y * width * 4;
         for (let x = 0; x < width; x++) {
-          const u = x / (width - 1);
-          const wave = 0.5 + 0.5 * Math.sin((u + v) * stripes * Math.PI + angle);
+          const wave = 0.5 + 0.5 * (sinX[x]! * cosY + cosX[x]! * sinY);
           const mix = v * 0.85 + wave * 0.15;
-          let r = top[0] + (bottom[0] - top[0]) * mix;
-          let g = top[1] + (bottom[1] - top[1]) * mix;
-          let b = top[2] + (bottom[2] - top[2]) * mix;
-          for (const blob of blobs) {
-            const bx = (blob.x + blob.dx * Math.sin(angle)) * width;
-            const by = (blob.y + blob.dy * Math.cos(angle)) * height;
-            const radius = blob.r * Math.min(width, height);
-            const d2 = ((x - bx) ** 2 + (y - by) ** 2) / (radius * radius);
-            if (d2 < 1) {
-              const w = (1 - d2) ** 2;
-              r += (blob.color[0] - r) * w;
-              g += (blob.color[1] - g) * w;
-              b += (blob.color[2] - b) * w;
-            }
+          out[i++] = top[0] + (bottom[0] - top[0]) * mix;
+          out[i++] = top[1] + (bottom[1] - top[1]) * mix;
+          out[i++] = top[2] + (bottom[2] - top[2]) * mix;
+          out[i++] = 255;
+        }
+      }
+      // Soft discs, each blended over its own bounding box only.
+      const minSide = Math.min(width, height);
+      for (const blob of blobs) {
+        const bx = (blob.x + blob.dx * Math.sin(angle)) * width;
+        const by = (blob.y + blob.dy * Math.cos(angle)) * height;
+        const radius = blob.r * minSide;
+        const r2 = radius * radius;
+        const x0 = Math.max(0, Math.floor(bx - radius));
+        const x1 = Math.min(width - 1, Math.ceil(bx + radius));
+        const y0 = Math.max(0, Math.floor(by - radius));
+        const y1 = Math.min(height - 1, Math.ceil(by + radius));
+        for (let y = y0; y <= y1; y++) {
+          const dy2 = (y - by) ** 2;
+          for (let x = x0; x <= x1; x++) {
+            const d2 = ((x - bx) ** 2 + dy2) / r2;
+            if (d2 >= 1) continue;
+            const w = (1 - d2) ** 2;
+            const i = (y * width + x) * 4;
+            out[i] = out[i]! + (blob.color[0] - out[i]!) * w;
+            out[i + 1] = out[i + 1]! + (blob.color[1] - out[i + 1]!) * w;
+            out[i + 2] = out[i + 2]! + (blob.color[2] - out[i + 2]!) * w;
           }
-          const i = (y * width + x) * 4;
-          out[i] = r;
-          out[i + 1] = g;
-          out[i + 2] = b;
-          out[i + 3] = 255;
         }
       }
     },

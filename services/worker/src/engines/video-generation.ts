@@ -1,40 +1,64 @@
 import { GIFEncoder, applyPalette, quantize } from 'gifenc';
 import type { Engine } from './engine';
 import { TaskInputError } from './engine';
-import { promptScene, yieldToEventLoop } from './prompt-art';
+import { encodeMp4 } from './ffmpeg-mp4';
+import { promptScene, yieldToEventLoop, type PromptScene } from './prompt-art';
 
-const WIDTH = 320;
-const HEIGHT = 180;
-const FPS = 10;
+/** `mp4`: H.264 through the system ffmpeg; `gif`: an animated GIF written in-process. */
+export type VideoFormat = 'mp4' | 'gif';
+
+const GIF = { width: 320, height: 180, fps: 10 };
+const MP4 = { width: 640, height: 360, fps: 24 };
+
+async function renderGif(scene: PromptScene, seconds: number, signal: AbortSignal): Promise<Buffer> {
+  const { width, height, fps } = GIF;
+  const frames = seconds * fps;
+  const rgba = new Uint8Array(width * height * 4);
+  const gif = GIFEncoder();
+  // One palette for the whole clip (from the first frame): stable colours, and quantizing once is cheaper.
+  scene.render(width, height, 0, rgba);
+  const palette = quantize(rgba, 256);
+  for (let i = 0; i < frames; i++) {
+    if (i > 0) scene.render(width, height, i / frames, rgba);
+    gif.writeFrame(applyPalette(rgba, palette), width, height, { palette: i === 0 ? palette : undefined, delay: 1000 / fps, repeat: 0 });
+    await yieldToEventLoop(signal);
+  }
+  gif.finish();
+  return Buffer.from(gif.bytes());
+}
 
 /**
- * Built-in video generation: an animated GIF (320×180, 10 frames per second, looping) of exactly
- * the requested duration, animated from the prompt. GIF needs no codec on the machine; every
- * browser plays it.
+ * Built-in video generation: a clip of exactly the requested duration, animated from the prompt.
+ * `mp4` (640×360, 24 fps, H.264 through the system ffmpeg) or `gif` (320×180, 10 fps, looping;
+ * needs nothing on the machine and plays in every browser).
  */
-export function createVideoGenerationEngine(): Engine {
+export function createVideoGenerationEngine(opts: { format: VideoFormat; ffmpegPath?: string } = { format: 'gif' }): Engine {
   return {
     async run({ params }, signal) {
       const { prompt, duration_seconds: seconds } = params as { prompt?: unknown; duration_seconds?: unknown };
       if (typeof prompt !== 'string' || !Number.isInteger(seconds) || (seconds as number) < 1) {
         throw new TaskInputError('prompt and duration_seconds are required');
       }
-      const frames = (seconds as number) * FPS;
+      const duration = seconds as number;
       const scene = promptScene(prompt);
-      const rgba = new Uint8Array(WIDTH * HEIGHT * 4);
-      const gif = GIFEncoder();
-      // One palette for the whole clip (from the first frame): stable colours, and quantizing once is cheaper.
-      scene.render(WIDTH, HEIGHT, 0, rgba);
-      const palette = quantize(rgba, 256);
-      for (let i = 0; i < frames; i++) {
-        if (i > 0) scene.render(WIDTH, HEIGHT, i / frames, rgba);
-        gif.writeFrame(applyPalette(rgba, palette), WIDTH, HEIGHT, { palette: i === 0 ? palette : undefined, delay: 1000 / FPS, repeat: 0 });
-        await yieldToEventLoop(signal);
+      if (opts.format === 'gif') {
+        const data = await renderGif(scene, duration, signal);
+        return {
+          result: { width: GIF.width, height: GIF.height, duration_seconds: duration, frames: duration * GIF.fps, fps: GIF.fps, format: 'gif' },
+          files: [{ name: 'video.gif', contentType: 'image/gif', data }],
+        };
       }
-      gif.finish();
+      const frames = duration * MP4.fps;
+      const data = await encodeMp4({
+        command: opts.ffmpegPath ?? 'ffmpeg',
+        ...MP4,
+        frames,
+        renderFrame: (i, out) => scene.render(MP4.width, MP4.height, i / frames, out),
+        signal,
+      });
       return {
-        result: { width: WIDTH, height: HEIGHT, duration_seconds: seconds, frames, fps: FPS },
-        files: [{ name: 'video.gif', contentType: 'image/gif', data: Buffer.from(gif.bytes()) }],
+        result: { width: MP4.width, height: MP4.height, duration_seconds: duration, frames, fps: MP4.fps, format: 'mp4' },
+        files: [{ name: 'video.mp4', contentType: 'video/mp4', data }],
       };
     },
   };
