@@ -1,6 +1,8 @@
 // Workers are real processes here (`tsx services/worker/src/main.ts`, as `npm run start:worker`
 // runs them), killed with SIGKILL mid-task. The video kind runs through the `http` engine against
 // an inference server that holds each request, so the kill lands while the task is running.
+import fs from 'node:fs';
+import path from 'node:path';
 import { startHttpsReceiver, waitFor, type HttpsReceiver } from '@taskapi/testing';
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
 import { answerWithVideo, startInferenceServer, type InferenceServer } from './support/inference-server';
@@ -126,6 +128,28 @@ describe('a worker killed mid-task', () => {
       what: 'the job to be done (no retry)',
     });
     expect(inference.requestsFor(publicId)).toHaveLength(1);
+    await child.stop();
+  });
+
+  it('cancelled while running: refunded once, the late result is discarded, no webhook', async () => {
+    const child = await worker();
+    const publicId = await videoTask();
+    const held = await inference.waitForRequest(publicId, 1);
+    const cancelled = await system.api.req('POST', `/api/tasks/${publicId}/cancel`, { headers: withKey(key) });
+    expect(cancelled.body.status).toBe(40);
+    answerWithVideo(held);
+    await waitFor(async () => (await system.api.deps.taskQueues.queues['video-generation'].getJobState(publicId)) === 'completed', {
+      what: 'the worker to finish the job',
+    });
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 40, result: null, files: [] });
+    expect(await ledgerOf(system.api, publicId)).toEqual([
+      { entry_type: 'charge', amount: -10 },
+      { entry_type: 'refund', amount: 10 },
+    ]);
+    expect(await deliveriesOf(system.api, publicId)).toEqual([]);
+    expect(fs.existsSync(path.join(system.api.config.filesDir, publicId))).toBe(false);
+    expect(hooksOf(publicId)).toHaveLength(0);
     await child.stop();
   });
 
