@@ -8,7 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { webhookSignature } from '@taskapi/crypto';
 import { inspectVideo, startHttpsReceiver, waitFor, type HttpsReceiver, type ReceivedRequest } from '@taskapi/testing';
 import { createKey, seedAccount, seedGrant, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
-import { startDispatcher, startSystem, startWorker, type Running, type TestSystem } from './support/system';
+import { startDispatcher, startSystem, startWorker, type RunningService, type TestSystem } from './support/system';
 import { ledgerOf, waitForTask } from './support/tasks';
 
 const fixture = (name: string) => fs.readFileSync(path.join(__dirname, '../fixtures', name));
@@ -16,8 +16,8 @@ const REDIS_DB = 13;
 
 describe('tasks end to end', () => {
   let system: TestSystem;
-  let worker: Running;
-  let dispatcher: Running;
+  let worker: RunningService;
+  let dispatcher: RunningService;
   let receiver: HttpsReceiver;
   let account: TestAccount;
   let paidKey: CreatedKey;
@@ -35,7 +35,8 @@ describe('tasks end to end', () => {
       balanceAtArrival.set(publicId, balance.body);
       return 204;
     });
-    [worker, dispatcher] = await Promise.all([startWorker(system.env), startDispatcher(system.env)]);
+    const withOps = { ...system.env, OPS_PORT: '0', HOST: '127.0.0.1' };
+    [worker, dispatcher] = await Promise.all([startWorker(withOps), startDispatcher(withOps)]);
     account = await seedAccount(api, { credits: 1000 });
     paidKey = await createKey(api, account, { type: 'paid' });
   });
@@ -157,5 +158,21 @@ describe('tasks end to end', () => {
     expect(task).toMatchObject({ status: 30, error_code: 'invalid_input', result: null });
     const grants = (await system.api.req('GET', '/api/trial-grants', { headers: account.auth })).body.data as Array<{ id: string; quota_remaining: number }>;
     expect(grants.find((g) => g.id === grantId)?.quota_remaining).toBe(5);
+  });
+
+  it('worker and dispatcher serve /healthz, /readyz and Prometheus metrics on OPS_PORT', async () => {
+    for (const service of [worker, dispatcher]) {
+      expect((await fetch(`${service.opsUrl}/healthz`)).status).toBe(200);
+      const ready = await fetch(`${service.opsUrl}/readyz`);
+      expect(await ready.json()).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' } });
+      expect((await fetch(`${service.opsUrl}/nothing`)).status).toBe(404);
+    }
+    const metric = (text: string, name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    const workerMetrics = await (await fetch(`${worker.opsUrl}/metrics`)).text();
+    expect(metric(workerMetrics, 'taskapi_worker_task_runs_total{kind="image-generation",outcome="completed"}')).toBeGreaterThanOrEqual(1);
+    expect(metric(workerMetrics, 'taskapi_worker_task_runs_total{kind="face-detection",outcome="failed"}')).toBeGreaterThanOrEqual(2);
+    expect(workerMetrics).toContain('taskapi_worker_task_run_seconds_bucket');
+    const dispatcherMetrics = await (await fetch(`${dispatcher.opsUrl}/metrics`)).text();
+    expect(metric(dispatcherMetrics, 'taskapi_webhook_attempts_total{outcome="succeeded"}')).toBeGreaterThanOrEqual(4);
   });
 });

@@ -46,6 +46,12 @@ const envSchema = z.object({
     .pipe(z.number().int().min(0).max(65535, { error: 'PORT must be at most 65535' }))
     .default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
+  OPS_PORT: z
+    .string()
+    .regex(/^\d+$/, { error: 'OPS_PORT must be a port number' })
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(65535, { error: 'OPS_PORT must be at most 65535' }))
+    .optional(),
   PUBLIC_BASE_URL: z.url({ protocol: /^https?$/, error: 'PUBLIC_BASE_URL must be an http(s) URL' }).optional(),
   TRUST_PROXY: z
     .string()
@@ -100,6 +106,8 @@ export interface Config {
   redisUrl: string;
   port: number;
   host: string;
+  /** Worker and dispatcher: port of /healthz, /readyz and /metrics (on `host`); unset = not served. */
+  opsPort: number | undefined;
   /** Base URL used for absolute links (file URLs, Location); derived from the request when unset. */
   publicBaseUrl: string | undefined;
   trustProxy: boolean | number;
@@ -239,6 +247,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: e.REDIS_URL,
     port: e.PORT,
     host: e.HOST,
+    opsPort: e.OPS_PORT,
     publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
     trustProxy,
     jwtSecret,

@@ -6,11 +6,14 @@ import type { Database } from '@taskapi/db';
 import { createEgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
 import { createWebhookQueue, WEBHOOK_QUEUE, type WebhookJob } from '@taskapi/queue';
-import { runPeriodically } from '@taskapi/service';
+import { runPeriodically, startConfiguredOpsServer } from '@taskapi/service';
 import { sweepDeliveries } from './domain/sweep-deliveries';
+import { createDispatcherMetrics } from './infra/metrics';
 import { deliverWebhookProcessor, type DeliveryOutcome } from './processors/deliver-webhook';
 
 export interface DispatcherService {
+  /** Port of /healthz, /readyz and /metrics, when OPS_PORT is set. */
+  opsPort: number | undefined;
   /** Stops taking jobs and waits for attempts in flight (each bounded by WEBHOOK_TIMEOUT_MS). */
   stop(): Promise<void>;
 }
@@ -19,10 +22,11 @@ export async function startDispatcherService(
   config: Config,
   logger: Logger,
   backends: { db: Database; redis: Redis },
-  opts: { egressTls?: Pick<TlsOptions, 'ca'> } = {},
+  opts: { egressTls?: Pick<TlsOptions, 'ca'>; defaultMetrics?: boolean } = {},
 ): Promise<DispatcherService> {
   const { db, redis } = backends;
   const webhooks = createWebhookQueue(redis);
+  const metrics = createDispatcherMetrics({ defaultMetrics: opts.defaultMetrics });
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
   const worker = new Worker<WebhookJob, DeliveryOutcome>(
     WEBHOOK_QUEUE.name,
@@ -34,6 +38,7 @@ export async function startDispatcherService(
       secretsKey: config.secretsKey,
       timeoutMs: config.webhookTimeoutMs,
       retryDelaysMs: config.webhookRetryDelaysMs,
+      metrics,
     }),
     {
       connection: redis,
@@ -54,9 +59,12 @@ export async function startDispatcherService(
       if (requeued) logger.info('delivery sweeper re-enqueued deliveries', { requeued });
     },
   });
+  const ops = await startConfiguredOpsServer(config, metrics.registry, backends);
   logger.info('webhook dispatcher started', { concurrency: config.dispatcherConcurrency });
   return {
+    opsPort: ops?.port,
     async stop() {
+      await ops?.close();
       await sweeper.stop();
       await worker.close();
       await webhooks.queue.close();

@@ -5,7 +5,7 @@ import { startDispatcherService } from './dispatcher-service';
 
 runService({ name: 'webhook-dispatcher' }, async (config, logger) => {
   const backends = await connectBackends(config, logger, 'taskapi-webhook-dispatcher', Math.min(config.dispatcherConcurrency, 20) + 2);
-  const service = await startDispatcherService(config, logger, backends);
+  const service = await startDispatcherService(config, logger, backends, { defaultMetrics: true });
   return async () => {
     await service.stop();
     await backends.close();

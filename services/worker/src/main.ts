@@ -5,7 +5,7 @@ import { startWorkerService } from './worker-service';
 
 runService({ name: 'worker' }, async (config, logger) => {
   const backends = await connectBackends(config, logger, 'taskapi-worker', config.workerConcurrency * config.workerKinds.length + 2);
-  const service = await startWorkerService(config, logger, backends);
+  const service = await startWorkerService(config, logger, backends, { defaultMetrics: true });
   return async () => {
     await service.stop();
     await backends.close();

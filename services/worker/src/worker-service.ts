@@ -7,14 +7,17 @@ import { TaskStatus } from '@taskapi/domain';
 import { createEgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
-import { runPeriodically } from '@taskapi/service';
+import { runPeriodically, startConfiguredOpsServer } from '@taskapi/service';
 import { finishAndAnnounce } from './domain/finish-and-announce';
 import { sweepTasks } from './domain/sweep-tasks';
 import { createEngines } from './engines';
 import { createFileStore } from './infra/file-store';
+import { createWorkerMetrics } from './infra/metrics';
 import { runTaskProcessor, type RunTaskOutcome } from './processors/run-task';
 
 export interface WorkerService {
+  /** Port of /healthz, /readyz and /metrics, when OPS_PORT is set. */
+  opsPort: number | undefined;
   /** Stops taking jobs, hands running ones back to the queue, stops the sweeper. */
   stop(): Promise<void>;
 }
@@ -27,7 +30,7 @@ export async function startWorkerService(
   config: Config,
   logger: Logger,
   backends: { db: Database; redis: Redis },
-  opts: { egressTls?: Pick<TlsOptions, 'ca'> } = {},
+  opts: { egressTls?: Pick<TlsOptions, 'ca'>; defaultMetrics?: boolean } = {},
 ): Promise<WorkerService> {
   const { db, redis } = backends;
   const webhooks = createWebhookQueue(redis);
@@ -37,12 +40,13 @@ export async function startWorkerService(
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
   const shutdown = new AbortController();
   const announce = { db: db.pool, redis, webhooks, logger };
+  const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics });
 
   const workers = config.workerKinds.map((kind) => {
     const engine = engines[kind];
     if (!engine) throw new Error(`no engine for ${kind}`);
     const processor = runTaskProcessor(
-      { ...announce, engine, files, egress, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal },
+      { ...announce, engine, files, egress, metrics, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal },
       kind,
     );
     const worker = new Worker<TaskJob, RunTaskOutcome>(TASK_QUEUES[kind].name, processor, {
@@ -61,7 +65,9 @@ export async function startWorkerService(
       void (async () => {
         if ((await job.getState()) !== 'failed') return;
         const finished = await finishAndAnnounce(announce, job.data.public_id, { status: TaskStatus.failed, errorCode: 'internal_error' });
-        if (finished) logger.warn('task failed after its job gave up', { public_id: job.data.public_id, job_id: job.id, reason: err.message });
+        if (!finished) return;
+        metrics.observeRun(kind, 'failed', 0);
+        logger.warn('task failed after its job gave up', { public_id: job.data.public_id, job_id: job.id, reason: err.message });
       })().catch((e: unknown) =>
         logger.error('could not fail task after its job gave up; the sweeper will', { public_id: job.data.public_id, error: (e as Error).message }),
       );
@@ -83,9 +89,12 @@ export async function startWorkerService(
     }),
   );
 
+  const ops = await startConfiguredOpsServer(config, metrics.registry, backends);
   logger.info('worker started', { kinds: config.workerKinds, concurrency: config.workerConcurrency, engines: description });
   return {
+    opsPort: ops?.port,
     async stop() {
+      await ops?.close();
       shutdown.abort(new Error('worker shutting down'));
       await Promise.all(sweepers.map((s) => s.stop()));
       await Promise.all(workers.map((w) => w.close()));

@@ -39,6 +39,13 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+/** An in-process service; `opsUrl` is its /healthz, /readyz and /metrics server when OPS_PORT was given. */
+export interface RunningService extends Running {
+  opsUrl: string | undefined;
+}
+
+const opsUrl = (config: Config, port: number | undefined) => (port === undefined ? undefined : `http://${config.host}:${port}`);
+
 /** Trust of the test CA for in-process services: Node's roots plus the CA (as NODE_EXTRA_CA_CERTS does for children). */
 const egressTls = () => ({ ca: [...tls.rootCertificates, testCa().caCert] });
 
@@ -59,11 +66,12 @@ async function backends(config: Config) {
 const testLogger = (service: string, config: Config) => createLogger({ service, level: config.logLevel });
 
 /** The worker service in this process (real BullMQ workers, engines, egress client). */
-export async function startWorker(env: Record<string, string>): Promise<Running> {
+export async function startWorker(env: Record<string, string>): Promise<RunningService> {
   const config = testConfig(env);
   const b = await backends(config);
   const service = await startWorkerService(config, testLogger('worker', config), b, { egressTls: egressTls() });
   return {
+    opsUrl: opsUrl(config, service.opsPort),
     async stop() {
       await service.stop();
       await b.close();
@@ -72,11 +80,12 @@ export async function startWorker(env: Record<string, string>): Promise<Running>
 }
 
 /** The webhook dispatcher in this process. */
-export async function startDispatcher(env: Record<string, string>): Promise<Running> {
+export async function startDispatcher(env: Record<string, string>): Promise<RunningService> {
   const config = testConfig(env);
   const b = await backends(config);
   const service = await startDispatcherService(config, testLogger('dispatcher', config), b, { egressTls: egressTls() });
   return {
+    opsUrl: opsUrl(config, service.opsPort),
     async stop() {
       await service.stop();
       await b.close();

@@ -9,6 +9,7 @@ import { loadDelivery } from '../domain/load-delivery';
 import { recordAttempt } from '../domain/record-attempt';
 import { retryDelayAfter } from '../domain/retry-schedule';
 import { webhookBody, webhookHeaders } from '../domain/webhook-request';
+import type { DispatcherMetrics } from '../infra/metrics';
 
 export interface DeliverWebhookDeps {
   db: Queryable;
@@ -18,6 +19,7 @@ export interface DeliverWebhookDeps {
   secretsKey: Buffer;
   timeoutMs: number;
   retryDelaysMs: readonly number[];
+  metrics: DispatcherMetrics;
 }
 
 export type DeliveryOutcome = { outcome: 'skipped' } | { outcome: 'succeeded' | 'retry' | 'failed'; status_code: number | null };
@@ -82,6 +84,7 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
       retryInMs,
     });
     if (!recorded) return { outcome: 'skipped' };
+    deps.metrics.observeAttempt(ok ? 'succeeded' : state === 'failed' ? 'failed' : 'retry', durationMs / 1000);
     if (state === 'pending' && retryInMs !== null) {
       try {
         await deps.webhooks.enqueueAttempt(deliveryId, attempt + 1, retryInMs);

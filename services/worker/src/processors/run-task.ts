@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import { recordTaskStatus, TaskStatus, type TaskKind } from '@taskapi/domain';
 import type { EgressClient } from '@taskapi/egress';
@@ -8,12 +9,14 @@ import { loadInputImage } from '../domain/input-image';
 import { startTask, taskStatus } from '../domain/start-task';
 import { decideFailure } from '../domain/task-failure';
 import type { FileStore } from '../infra/file-store';
+import type { RunOutcome, WorkerMetrics } from '../infra/metrics';
 
 export interface RunTaskDeps extends AnnounceDeps {
   engine: Engine;
   files: FileStore;
   egress: EgressClient;
   timeoutMs: number;
+  metrics: WorkerMetrics;
   /** Aborted when the process shuts down: running engines stop and their jobs go back to the queue. */
   shutdown: AbortSignal;
 }
@@ -44,6 +47,8 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     }
     await recordTaskStatus(deps.redis, task.account_id, publicId, TaskStatus.processing);
     log.info('task started', { attempt: task.attempts });
+    const startedAt = performance.now();
+    const observe = (outcome: RunOutcome) => deps.metrics.observeRun(kind, outcome, (performance.now() - startedAt) / 1000);
 
     const deadline = AbortSignal.timeout(deps.timeoutMs);
     const signal = AbortSignal.any([deadline, deps.shutdown]);
@@ -57,23 +62,28 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         // Cancelled while running: its output is not wanted. (Finished by another run: keep the files.)
         if ((await taskStatus(deps.db, publicId)) === TaskStatus.cancelled) await deps.files.remove(publicId);
         log.info('task finished elsewhere while running; result discarded');
+        observe('skipped');
         return { outcome: 'skipped' };
       }
+      observe('completed');
       log.info('task completed');
       return { outcome: 'completed', status: TaskStatus.completed };
     } catch (err) {
       if (deps.shutdown.aborted && !deadline.aborted) {
         // Hand the job back untouched (no attempt used); another worker picks it up.
         await job.moveToWait(token);
+        observe('handed_back');
         throw new WaitingError();
       }
       const decision = decideFailure(err, deadline.aborted);
       if (decision.kind === 'retry' && !isLastAttempt(job)) {
         log.warn('task attempt failed; will retry', { error: (err as Error).message, code: decision.code });
+        observe('retried');
         throw err;
       }
       const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.failed, errorCode: decision.code });
       log.warn('task failed', { error: (err as Error).message, error_code: decision.code, refunded: finished?.refunded ?? 0 });
+      observe(finished ? 'failed' : 'skipped');
       return finished
         ? { outcome: 'failed', status: TaskStatus.failed, error_code: decision.code }
         : { outcome: 'skipped' };

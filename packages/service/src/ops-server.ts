@@ -1,0 +1,70 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface OpsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The operations endpoints of a process without an HTTP API (worker, dispatcher), on its own port:
+ * `GET /healthz` (alive), `GET /readyz` (every check passes: 200, else 503 naming the failing one)
+ * and `GET /metrics` (Prometheus text). Nothing else is served.
+ */
+export async function startOpsServer(opts: {
+  host: string;
+  port: number;
+  registry: Registry;
+  checks: Record<string, () => Promise<unknown>>;
+}): Promise<OpsServer> {
+  const server = http.createServer((req, res) => {
+    const send = (status: number, type: string, body: string) => {
+      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+      res.end(body);
+    };
+    void (async () => {
+      if (req.method !== 'GET') return send(405, 'application/json', '{"message":"Method not allowed."}');
+      if (req.url === '/healthz') return send(200, 'application/json', '{"status":"ok"}');
+      if (req.url === '/metrics') return send(200, opts.registry.contentType, await opts.registry.metrics());
+      if (req.url === '/readyz') {
+        const entries = await Promise.all(
+          Object.entries(opts.checks).map(async ([name, check]) => [name, await check().then(() => 'ok', () => 'unavailable')] as const),
+        );
+        const ready = entries.every(([, state]) => state === 'ok');
+        return send(ready ? 200 : 503, 'application/json', JSON.stringify({ status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries(entries) }));
+      }
+      send(404, 'application/json', '{"message":"Not found."}');
+    })().catch(() => send(500, 'application/json', '{"message":"Internal error."}'));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, resolve);
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * The ops server of a worker or dispatcher when `OPS_PORT` is set (readiness = PostgreSQL and
+ * Redis answer), else undefined.
+ */
+export async function startConfiguredOpsServer(
+  config: { host: string; opsPort: number | undefined },
+  registry: Registry,
+  backends: { db: { pool: { query(sql: string): Promise<unknown> } }; redis: { ping(): Promise<unknown> } },
+): Promise<OpsServer | undefined> {
+  if (config.opsPort === undefined) return undefined;
+  return startOpsServer({
+    host: config.host,
+    port: config.opsPort,
+    registry,
+    checks: { database: () => backends.db.pool.query('SELECT 1'), redis: () => backends.redis.ping() },
+  });
+}

@@ -1,0 +1,36 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { TaskKind } from '@taskapi/domain';
+
+/** How a task run ended, as counted. */
+export type RunOutcome = 'completed' | 'failed' | 'skipped' | 'retried' | 'handed_back';
+
+/** Prometheus metrics of one worker process (its own registry, so tests can run several). */
+export interface WorkerMetrics {
+  registry: Registry;
+  observeRun(kind: TaskKind, outcome: RunOutcome, seconds: number): void;
+}
+
+export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): WorkerMetrics {
+  const registry = new Registry();
+  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
+  const runs = new Counter({
+    name: 'taskapi_worker_task_runs_total',
+    help: 'Task runs by kind and outcome (completed, failed, skipped, retried, handed_back)',
+    labelNames: ['kind', 'outcome'],
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'taskapi_worker_task_run_seconds',
+    help: 'Duration of task runs (claim to terminal transition) by kind and outcome',
+    labelNames: ['kind', 'outcome'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [registry],
+  });
+  return {
+    registry,
+    observeRun(kind, outcome, seconds) {
+      runs.inc({ kind, outcome });
+      duration.observe({ kind, outcome }, seconds);
+    },
+  };
+}
