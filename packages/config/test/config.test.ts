@@ -52,6 +52,7 @@ describe('configuration', () => {
     expect(() => loadDatabaseUrl({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
     expect(() => loadConfig({ ...SECRETS, ENGINE_FACE: 'gpu' })).toThrow(/ENGINE_FACE must be builtin or http/);
     expect(() => loadConfig({ ...SECRETS, VIDEO_FORMAT: 'avi' })).toThrow(/VIDEO_FORMAT must be auto, mp4 or gif/);
+    expect(() => loadConfig({ ...SECRETS, OPS_PORT: 'metrics' })).toThrow(/OPS_PORT must be a port number/);
     expect(() => loadConfig({ ...SECRETS, ENGINE_VIDEO: 'http' })).toThrow(/HTTP_ENGINE_URL: required/);
     expect(() => loadConfig({ ...SECRETS, TASK_TIMEOUT_FACE_MS: '0' })).toThrow(/TASK_TIMEOUT_FACE_MS must be at least 1/);
   });
