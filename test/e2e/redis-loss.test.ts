@@ -3,13 +3,12 @@
 // own PostgreSQL database, so its sweepers see only its own tasks.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { TEST_DATABASE_URL, recreateDatabase, startHttpsReceiver, waitFor, type HttpsReceiver } from '@taskapi/testing';
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
 import { sweepTasks } from '../../services/worker/src/domain/sweep-tasks';
 import { createLogger } from '@taskapi/logger';
-import { startDispatcher, startSystem, startWorker, type Running, type TestSystem } from './support/system';
+import { flushRedis, startDispatcher, startSystem, startWorker, type Running, type TestSystem } from './support/system';
 import { deliveriesOf, waitForTask } from './support/tasks';
 
 const REDIS_DB = 10;
@@ -30,11 +29,7 @@ describe('Redis loss', () => {
     key = await createKey(system.api, account, { type: 'paid' });
   });
 
-  const flush = async () => {
-    const redis = new Redis(system.env.REDIS_URL!);
-    await redis.flushdb();
-    redis.disconnect();
-  };
+  const flush = () => flushRedis(system.env.REDIS_URL!);
 
   afterAll(async () => {
     await Promise.all(running.splice(0).map((r) => r.stop()));

@@ -4,6 +4,8 @@ import { createLogger, type Logger } from '@taskapi/logger';
 export { connectBackends } from './backends';
 export { runPeriodically } from './periodic';
 export { startConfiguredOpsServer, startOpsServer } from './ops-server';
+export { checkReadiness } from './readiness';
+export type { Readiness } from './readiness';
 export type { OpsServer } from './ops-server';
 export type { Periodic } from './periodic';
 export type { Backends } from './backends';

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { checkReadiness } from './readiness';
 
 export interface OpsServer {
   port: number;
@@ -28,11 +29,8 @@ export async function startOpsServer(opts: {
       if (req.url === '/healthz') return send(200, 'application/json', '{"status":"ok"}');
       if (req.url === '/metrics') return send(200, opts.registry.contentType, await opts.registry.metrics());
       if (req.url === '/readyz') {
-        const entries = await Promise.all(
-          Object.entries(opts.checks).map(async ([name, check]) => [name, await check().then(() => 'ok', () => 'unavailable')] as const),
-        );
-        const ready = entries.every(([, state]) => state === 'ok');
-        return send(ready ? 200 : 503, 'application/json', JSON.stringify({ status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries(entries) }));
+        const { ready, body } = await checkReadiness(opts.checks);
+        return send(ready ? 200 : 503, 'application/json', JSON.stringify(body));
       }
       send(404, 'application/json', '{"message":"Not found."}');
     })().catch(() => send(500, 'application/json', '{"message":"Internal error."}'));

@@ -4,8 +4,8 @@ import readline from 'node:readline';
 import tls from 'node:tls';
 import { Redis } from 'ioredis';
 import type { Config } from '@taskapi/config';
-import { createDatabase } from '@taskapi/db';
-import { createLogger } from '@taskapi/logger';
+import { createLogger, type Logger } from '@taskapi/logger';
+import { connectBackends, type Backends } from '@taskapi/service';
 import { TEST_REDIS_URL, testCa, testConfig, testEnv, waitFor } from '@taskapi/testing';
 import { startDispatcherService } from '../../../services/webhook-dispatcher/src/dispatcher-service';
 import { startWorkerService } from '../../../services/worker/src/worker-service';
@@ -49,49 +49,33 @@ const opsUrl = (config: Config, port: number | undefined) => (port === undefined
 /** Trust of the test CA for in-process services: Node's roots plus the CA (as NODE_EXTRA_CA_CERTS does for children). */
 const egressTls = () => ({ ca: [...tls.rootCertificates, testCa().caCert] });
 
-async function backends(config: Config) {
-  const db = createDatabase({ url: config.databaseUrl, poolSize: 8, applicationName: 'e2e' });
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
-  await redis.ping();
+type ServiceStarter = (
+  config: Config,
+  logger: Logger,
+  backends: Backends,
+  opts: { egressTls: ReturnType<typeof egressTls> },
+) => Promise<{ opsPort: number | undefined; stop(): Promise<void> }>;
+
+/** A service in this process, on its own connections, as its main.ts wires it (but trusting the test CA). */
+async function startInProcess(name: string, env: Record<string, string>, start: ServiceStarter): Promise<RunningService> {
+  const config = testConfig(env);
+  const logger = createLogger({ service: name, level: config.logLevel });
+  const backends = await connectBackends(config, logger, `e2e-${name}`, 8);
+  const service = await start(config, logger, backends, { egressTls: egressTls() });
   return {
-    db,
-    redis,
-    close: async () => {
-      await redis.quit().catch(() => undefined);
-      await db.close();
+    opsUrl: opsUrl(config, service.opsPort),
+    async stop() {
+      await service.stop();
+      await backends.close();
     },
   };
 }
-
-const testLogger = (service: string, config: Config) => createLogger({ service, level: config.logLevel });
 
 /** The worker service in this process (real BullMQ workers, engines, egress client). */
-export async function startWorker(env: Record<string, string>): Promise<RunningService> {
-  const config = testConfig(env);
-  const b = await backends(config);
-  const service = await startWorkerService(config, testLogger('worker', config), b, { egressTls: egressTls() });
-  return {
-    opsUrl: opsUrl(config, service.opsPort),
-    async stop() {
-      await service.stop();
-      await b.close();
-    },
-  };
-}
+export const startWorker = (env: Record<string, string>) => startInProcess('worker', env, startWorkerService);
 
 /** The webhook dispatcher in this process. */
-export async function startDispatcher(env: Record<string, string>): Promise<RunningService> {
-  const config = testConfig(env);
-  const b = await backends(config);
-  const service = await startDispatcherService(config, testLogger('dispatcher', config), b, { egressTls: egressTls() });
-  return {
-    opsUrl: opsUrl(config, service.opsPort),
-    async stop() {
-      await service.stop();
-      await b.close();
-    },
-  };
-}
+export const startDispatcher = (env: Record<string, string>) => startInProcess('dispatcher', env, startDispatcherService);
 
 export interface ChildService extends Running {
   child: ChildProcess;

@@ -114,16 +114,16 @@ export async function resendDelivery(
     // The row says pending and due now: the dispatcher's sweeper sends it.
     deps.logger.warn('resend not enqueued; the sweeper will send it', { delivery_id: deliveryId, error: (err as Error).message });
   }
-  const [view] = await listDeliveryById(deps.pool, accountId, deliveryId);
+  const view = await getDelivery(deps.pool, accountId, deliveryId);
   if (!view) throw new HttpError(404, DELIVERY_NOT_FOUND);
   return view;
 }
 
-async function listDeliveryById(pool: pg.Pool, accountId: string, deliveryId: string): Promise<DeliveryView[]> {
+async function getDelivery(pool: pg.Pool, accountId: string, deliveryId: string): Promise<DeliveryView | undefined> {
   const { rows } = await pool.query<DeliveryRow>({
     name: 'get-webhook-delivery',
     text: `${SELECT_DELIVERIES} WHERE d.account_id = $1 AND d.id = $2`,
     values: [accountId, deliveryId],
   });
-  return rows.map(toView);
+  return rows[0] && toView(rows[0]);
 }

@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { checkReadiness } from '@taskapi/service';
 import type { ApiDeps } from '../deps';
 
 /** Liveness, readiness (PostgreSQL and Redis reachable) and Prometheus metrics. */
@@ -10,12 +11,8 @@ export function healthRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/readyz', async (_req, res) => {
-    const timeout = <T>(p: Promise<T>) =>
-      Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2_000).unref())]);
-    const [database, redis] = await Promise.allSettled([timeout(deps.db.pool.query('SELECT 1')), timeout(deps.redis.ping())]);
-    const checks = { database: database.status === 'fulfilled' ? 'ok' : 'unavailable', redis: redis.status === 'fulfilled' ? 'ok' : 'unavailable' };
-    const ready = checks.database === 'ok' && checks.redis === 'ok';
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', checks });
+    const { ready, body } = await checkReadiness({ database: () => deps.db.pool.query('SELECT 1'), redis: () => deps.redis.ping() });
+    res.status(ready ? 200 : 503).json(body);
   });
 
   router.get('/metrics', async (_req, res) => {
