@@ -3,8 +3,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 
-/** `prisma/migrations` of this repository. */
-export const MIGRATIONS_DIR = path.resolve(__dirname, '../../../prisma/migrations');
+/**
+ * `prisma/migrations` of this repository: the nearest one above this code, which is
+ * packages/db/src from source and dist/ (one level below the root) when built.
+ */
+export const MIGRATIONS_DIR = findMigrationsDir(__dirname);
+
+function findMigrationsDir(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'prisma', 'migrations');
+    if (fs.existsSync(candidate)) return candidate;
+    if (path.dirname(dir) === dir) return path.resolve(from, '../../../prisma/migrations');
+  }
+}
 
 // The advisory lock key `prisma migrate deploy` takes, so this runner and Prisma's never interleave.
 const PRISMA_MIGRATE_LOCK = 72707369;

@@ -17,8 +17,11 @@ export const CONSOLE_CSP = [
   "form-action 'self'",
 ].join('; ');
 
-const VIEWS_DIR = path.join(__dirname, 'views');
-const PUBLIC_DIR = path.join(__dirname, 'public');
+// From source, views/ and public/ sit beside this file; the build copies them to dist/console/,
+// beside the bundle this code is compiled into.
+const CONSOLE_DIR = fs.existsSync(path.join(__dirname, 'views')) ? __dirname : path.join(__dirname, 'console');
+const VIEWS_DIR = path.join(CONSOLE_DIR, 'views');
+const PUBLIC_DIR = path.join(CONSOLE_DIR, 'public');
 
 interface Page {
   /** Express path under `/app`. */
