@@ -16,8 +16,11 @@ export type Stop = () => Promise<void>;
 export interface ServiceOptions {
   /** Written on every log line. */
   name: string;
-  /** How long a graceful stop may take before the process exits anyway. */
-  stopTimeoutMs?: number;
+  /**
+   * How long a graceful stop may take before the process exits anyway (status 1); default 20 s.
+   * A function of the configuration when it depends on it (the API's drain period).
+   */
+  stopTimeoutMs?: number | ((config: Config) => number);
 }
 
 /**
@@ -31,6 +34,7 @@ export function runService(opts: ServiceOptions, start: (config: Config, logger:
     const logger = createLogger({ service: opts.name, level: config.logLevel });
     for (const warning of config.warnings) logger.warn(warning);
     const stop = await start(config, logger);
+    const stopTimeoutMs = typeof opts.stopTimeoutMs === 'function' ? opts.stopTimeoutMs(config) : (opts.stopTimeoutMs ?? 20_000);
 
     let stopping = false;
     const shutdown = async (signal: string) => {
@@ -40,7 +44,7 @@ export function runService(opts: ServiceOptions, start: (config: Config, logger:
       const force = setTimeout(() => {
         logger.error('shutdown timed out; exiting');
         process.exit(1);
-      }, opts.stopTimeoutMs ?? 20_000).unref();
+      }, stopTimeoutMs).unref();
       try {
         await stop();
         clearTimeout(force);

@@ -3,7 +3,8 @@
 import { connectBackends, runService } from '@taskapi/service';
 import { startWorkerService } from './worker-service';
 
-runService({ name: 'worker' }, async (config, logger) => {
+// Running jobs are handed back at once on SIGTERM, so a stop takes well under the 10 s promised.
+runService({ name: 'worker', stopTimeoutMs: 9_000 }, async (config, logger) => {
   const backends = await connectBackends(config, logger, 'taskapi-worker', config.workerConcurrency * config.workerKinds.length + 2);
   const service = await startWorkerService(config, logger, backends, { defaultMetrics: true });
   return async () => {

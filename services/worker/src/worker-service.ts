@@ -57,6 +57,11 @@ export async function startWorkerService(
       maxStalledCount: 1,
     });
     worker.on('error', (err) => logger.warn('worker error', { kind, error: err.message }));
+    // The recovery path of a worker that died mid-task: its lock expired and BullMQ put the job
+    // back (or failed it, past maxStalledCount; the `failed` handler below ends that task).
+    worker.on('stalled', (jobId, prev) =>
+      logger.warn('stalled job recovered (its worker stopped renewing the lock); it runs again', { kind, job_id: jobId, public_id: jobId, was: prev }),
+    );
     // A job that ends failed without the processor failing the task (a worker crashed mid-task
     // more often than maxStalledCount allows, or the last attempt broke before its transition):
     // the task must still end, with a refund.
@@ -94,10 +99,11 @@ export async function startWorkerService(
   return {
     opsPort: ops?.port,
     async stop() {
-      await ops?.close();
+      // Stop fetching first (close() marks the workers closing at once), then abort running engines:
+      // their jobs go back to the queue, and close() resolves when they have.
+      const closing = Promise.all(workers.map((w) => w.close()));
       shutdown.abort(new Error('worker shutting down'));
-      await Promise.all(sweepers.map((s) => s.stop()));
-      await Promise.all(workers.map((w) => w.close()));
+      await Promise.all([closing, ...sweepers.map((s) => s.stop()), ops?.close()]);
       await closeQueues([webhooks.queue, ...Object.values(taskQueues.queues)]);
       await egress.close();
     },

@@ -6,6 +6,7 @@ import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import * as faceapi from '@vladmandic/face-api/dist/face-api.node-wasm.js';
 import { decodeImage, type RgbImage } from './decode-image';
 import { TaskInputError, type Engine, type EngineInput, type EngineOutput } from './engine';
+import { abortable } from './abortable';
 
 /** Longest side, in pixels, of the image the detector sees; larger images are scaled down first. */
 export const MAX_DETECTION_SIDE = 1024;
@@ -51,25 +52,6 @@ function serialised<T>(fn: () => Promise<T>): Promise<T> {
   const run = queue.then(fn, fn);
   queue = run.catch(() => undefined); // the chain only orders calls; each caller sees its own outcome
   return run;
-}
-
-/** Settles like `promise`, or rejects with the signal's reason as soon as it aborts. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }
 
 /**

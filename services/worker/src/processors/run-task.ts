@@ -3,10 +3,11 @@ import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bull
 import { recordTaskStatus, TaskStatus, type TaskKind } from '@taskapi/domain';
 import type { EgressClient } from '@taskapi/egress';
 import { TASK_QUEUES, type TaskJob } from '@taskapi/queue';
+import { abortable } from '../engines/abortable';
 import type { Engine } from '../engines/engine';
 import { finishAndAnnounce, type AnnounceDeps } from '../domain/finish-and-announce';
 import { loadInputImage } from '../domain/input-image';
-import { startTask, taskStatus } from '../domain/start-task';
+import { handBackTask, startTask, taskStatus } from '../domain/start-task';
 import { decideFailure } from '../domain/task-failure';
 import type { FileStore } from '../infra/file-store';
 import type { RunOutcome, WorkerMetrics } from '../infra/metrics';
@@ -53,8 +54,13 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     const deadline = AbortSignal.timeout(deps.timeoutMs);
     const signal = AbortSignal.any([deadline, deps.shutdown]);
     try {
-      const image = kind === 'face-detection' ? await loadInputImage(task, deps.egress, signal) : undefined;
-      const output = await deps.engine.run({ kind, publicId, params: task.params, image }, signal);
+      // The engine is told to stop through `signal`, but a shutdown does not wait for it to obey:
+      // the job goes back at once, whatever the engine is doing.
+      const run = (async () => {
+        const image = kind === 'face-detection' ? await loadInputImage(task, deps.egress, signal) : undefined;
+        return deps.engine.run({ kind, publicId, params: task.params, image }, signal);
+      })();
+      const output = await abortable(run, deps.shutdown);
       if (signal.aborted) throw signal.reason as Error;
       const files = await deps.files.save(publicId, output.files ?? []);
       const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.completed, result: output.result ?? null, files });
@@ -70,9 +76,12 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       return { outcome: 'completed', status: TaskStatus.completed };
     } catch (err) {
       if (deps.shutdown.aborted && !deadline.aborted) {
-        // Hand the job back untouched (no attempt used); another worker picks it up.
+        // Hand the job back untouched: the task is queued again without spending an attempt, and
+        // the job waits for another worker (WaitingError: BullMQ neither fails nor retries it).
+        const handedBack = await handBackTask(deps.db, publicId);
         await job.moveToWait(token);
         observe('handed_back');
+        log.info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
         throw new WaitingError();
       }
       const decision = decideFailure(err, deadline.aborted);
@@ -90,3 +99,4 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     }
   };
 }
+
