@@ -8,14 +8,13 @@
 //      one dispatcher process to a local HTTPS receiver (tasks/s and creation→webhook latency).
 // Figures are printed, never asserted.
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { loadConfig } from '@taskapi/config';
 import { createDatabase } from '@taskapi/db';
-import { recreateDatabase, startHttpsReceiver, testCa, testEnv } from '@taskapi/testing';
+import { freePort, recreateDatabase, startHttpsReceiver, testCa, testEnv } from '@taskapi/testing';
 import { createAccount } from '../services/api/src/domain/accounts';
 import { createKey } from '../services/api/src/domain/api-keys';
 
@@ -33,14 +32,6 @@ interface Result {
   p99: number;
   non2xx: number;
   errors: number;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function waitUntilReady(url: string): Promise<void> {

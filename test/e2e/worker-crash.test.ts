@@ -57,7 +57,7 @@ describe('a worker killed mid-task', () => {
       headers: withKey(key),
       body: { prompt: 'crash test', duration_seconds: 1, callback_url: receiver.url('/hooks') },
     });
-    expect(res.status).toBe(201);
+    expect([res.status, res.text]).toEqual([201, expect.any(String)]);
     return res.body.public_id;
   }
 

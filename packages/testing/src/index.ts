@@ -12,3 +12,6 @@ export { startHttpsReceiver } from './https-receiver';
 export type { HttpsReceiver, ReceivedRequest, ReceiverReply } from './https-receiver';
 export { inspectVideo } from './inspect-video';
 export type { VideoFacts } from './inspect-video';
+export { commandLine, descendants, isAlive } from './processes';
+export { claimRedisDb } from './redis-db';
+export { freePort } from './free-port';

@@ -2,11 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import tls from 'node:tls';
-import { Redis } from 'ioredis';
 import type { Config } from '@taskapi/config';
 import { createLogger, type Logger } from '@taskapi/logger';
 import { connectBackends, type Backends } from '@taskapi/service';
-import { TEST_REDIS_URL, testCa, testConfig, testEnv, waitFor } from '@taskapi/testing';
+import { claimRedisDb, descendants, isAlive, TEST_REDIS_URL, testCa, testConfig, testEnv, waitFor } from '@taskapi/testing';
 import { startDispatcherService } from '../../../services/webhook-dispatcher/src/dispatcher-service';
 import { startWorkerService } from '../../../services/worker/src/worker-service';
 import { startApi, type TestApi } from '../../../services/api/test/support/harness';
@@ -18,14 +17,8 @@ export function redisUrl(db: number): string {
   return TEST_REDIS_URL.replace(/\/\d+$/, `/${db}`);
 }
 
-export async function flushRedis(url: string): Promise<void> {
-  const redis = new Redis(url);
-  try {
-    await redis.flushdb();
-  } finally {
-    redis.disconnect();
-  }
-}
+/** Empties a test Redis database (only one the suite owns: see `claimRedisDb`). */
+export const flushRedis = claimRedisDb;
 
 /**
  * Environment shared by every process of a test system. The sweepers look back an hour by
@@ -78,25 +71,50 @@ export const startWorker = (env: Record<string, string>) => startInProcess('work
 export const startDispatcher = (env: Record<string, string>) => startInProcess('dispatcher', env, startDispatcherService);
 
 export interface ChildService extends Running {
+  /** The process the test started: npm for `via: 'npm'`, else the service's node process. */
   child: ChildProcess;
-  /** Parsed JSON log lines so far. */
+  /** Every process of the service once it was ready (the started one and its descendants). */
+  pids: number[];
+  /** Parsed JSON log lines so far (other lines as `{ raw }`). */
   logs: Array<Record<string, unknown>>;
+  /** Resolves when the started process has exited. */
+  exited: Promise<void>;
+  /**
+   * Sends `signal` to the started process only, as a supervisor does, and waits for it to exit.
+   * SIGKILL kills the whole process tree instead (a crash of the machine or container).
+   */
   kill(signal: NodeJS.Signals): Promise<void>;
+  /** Processes of `pids` still running. */
+  leftovers(): number[];
 }
 
+/** How a test starts a service: the npm script users run, or the built entry the image runs. */
+export type StartVia = 'npm' | 'node';
+
+const NPM_SCRIPTS = { api: 'start:api', worker: 'start:worker', 'webhook-dispatcher': 'start:dispatcher' } as const;
+
 /**
- * A service as its own process (`services/<name>/src/main.ts` under tsx), as `npm run start:*`
- * runs it, trusting the test CA through NODE_EXTRA_CA_CERTS. Resolves once it logged `readyLine`.
+ * A service as its own process, started the way users start it: `npm run start:<service>` or
+ * `node dist/<service>.js` (the image's command). The suite's global setup has built dist/.
+ * Trusts the test CA through NODE_EXTRA_CA_CERTS. Resolves once it logged `readyLine`.
  */
-export async function startChild(service: 'worker' | 'webhook-dispatcher', env: Record<string, string>, readyLine: string): Promise<ChildService> {
+export async function startChild(
+  service: 'api' | 'worker' | 'webhook-dispatcher',
+  env: Record<string, string>,
+  readyLine: string,
+  via: StartVia = 'npm',
+): Promise<ChildService> {
   const childEnv = { ...process.env, ...testEnv({ LOG_LEVEL: 'info', ...env }), NODE_EXTRA_CA_CERTS: testCa().caFile };
-  // `node --import tsx`, not the tsx CLI: the CLI runs the program in a second process, and a
-  // signal sent to the wrapper would not reach the service.
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, `services/${service}/src/main.ts`)], {
-    cwd: ROOT,
-    env: childEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const [command, args] =
+    via === 'npm'
+      ? ['npm', ['run', '--silent', NPM_SCRIPTS[service]]]
+      : [process.execPath, ['--enable-source-maps', path.join(ROOT, 'dist', `${service}.js`)]];
+  const child = spawn(command, args, { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  return superviseChild(service, child, readyLine);
+}
+
+/** Collects a started process's log lines and waits for `readyLine` (see `startChild`). */
+export async function superviseChild(name: string, child: ChildProcess, readyLine: string | string[]): Promise<ChildService> {
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
   readline.createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -108,18 +126,30 @@ export async function startChild(service: 'worker' | 'webhook-dispatcher', env: 
   });
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const readyLines = Array.isArray(readyLine) ? readyLine : [readyLine];
   await waitFor(
     () => {
-      if (child.exitCode !== null) throw new Error(`${service} exited (${child.exitCode}): ${stderr}`);
-      return logs.some((l) => l.message === readyLine);
+      if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}): ${stderr}`);
+      return readyLines.every((line) => logs.some((l) => l.message === line));
     },
-    { timeoutMs: 30_000, what: `${service} to start` },
+    { timeoutMs: 60_000, what: `${name} to start` },
   );
+  const pids = [child.pid!, ...descendants(child.pid!)];
   const kill = async (signal: NodeJS.Signals) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (signal === 'SIGKILL') {
+      for (const pid of [...pids].reverse()) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    } else if (child.exitCode === null && child.signalCode === null) {
+      child.kill(signal);
+    }
     await exited;
   };
-  return { child, logs, kill, stop: () => kill('SIGTERM') };
+  return { child, pids, logs, exited, kill, stop: () => kill('SIGTERM'), leftovers: () => pids.filter(isAlive) };
 }
 
 export interface TestSystem {
