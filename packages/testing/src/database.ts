@@ -4,11 +4,12 @@ import { applyMigrations, databaseName, quoteIdent, withServerClient } from '@ta
 const OWNER_COMMENT = 'created by the taskapi test suite; dropped and recreated by every run';
 
 /**
- * Drops and recreates `url`'s database, then migrates it: every run starts from an empty schema.
+ * Drops and recreates `url`'s database, then migrates it (unless `migrate: false`): every run
+ * starts from an empty schema.
  * A database the suite did not create (no owner comment) is never dropped: the call fails instead,
  * naming it, so a mistyped TEST_DATABASE_URL cannot wipe development or production data.
  */
-export async function recreateDatabase(url: string): Promise<void> {
+export async function recreateDatabase(url: string, opts: { migrate?: boolean } = {}): Promise<void> {
   const name = databaseName(url);
   await withServerClient(url, async (client) => {
     const { rows } = await client.query<{ comment: string | null }>(
@@ -22,5 +23,5 @@ export async function recreateDatabase(url: string): Promise<void> {
     await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
     await client.query(`COMMENT ON DATABASE ${quoteIdent(name)} IS '${OWNER_COMMENT}'`);
   });
-  await applyMigrations(url);
+  if (opts.migrate !== false) await applyMigrations(url);
 }

@@ -6,12 +6,11 @@ import { TEST_DATABASE_URL, testEnv, uniqueEmail } from '@taskapi/testing';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../../..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
-const CLI = path.join(ROOT, 'services/api/src/admin/main.ts');
 
 async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(TSX, [CLI, ...args], { env: { PATH: process.env.PATH, ...testEnv() }, cwd: ROOT });
+    // As operators run it: `npm run admin -- ...` (node on the built CLI; the suite's setup built it).
+    const { stdout, stderr } = await run('npm', ['run', '--silent', 'admin', '--', ...args], { env: { PATH: process.env.PATH, ...testEnv() }, cwd: ROOT });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

@@ -137,7 +137,7 @@ export async function superviseChild(name: string, child: ChildProcess, readyLin
   const pids = [child.pid!, ...descendants(child.pid!)];
   const kill = async (signal: NodeJS.Signals) => {
     if (signal === 'SIGKILL') {
-      for (const pid of [...pids].reverse()) {
+      for (const pid of [...pids].reverse().filter(isAlive)) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {
