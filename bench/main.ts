@@ -5,9 +5,12 @@
 // each against the real API process (PostgreSQL + Redis), with a paid key whose limits are raised
 // for the run, a large balance and no worker attached; then
 //   4. the whole pipeline: image tasks created over HTTP, run by one worker process, announced by
-//      one dispatcher process to a local HTTPS receiver (tasks/s and creation→webhook latency).
+//      one dispatcher process to a local HTTPS receiver (tasks/s and creation→webhook latency);
+//   5. the runtime: start-to-ready of each service built vs. through tsx, the API's resident
+//      memory idle and after all the load, and a worker's SIGTERM-to-exit time mid-video.
+// Services run as `npm run start:*` runs them: node on the built files (built first).
 // Figures are printed, never asserted.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -17,6 +20,7 @@ import { createDatabase } from '@taskapi/db';
 import { freePort, recreateDatabase, startHttpsReceiver, testCa, testEnv } from '@taskapi/testing';
 import { createAccount } from '../services/api/src/domain/accounts';
 import { createKey } from '../services/api/src/domain/api-keys';
+import { measureStartup, measureWorkerStop, rssMb, serviceCommand, type Service } from './runtime-figures';
 
 const ROOT = path.resolve(__dirname, '..');
 const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
@@ -44,9 +48,10 @@ async function waitUntilReady(url: string): Promise<void> {
   throw new Error(`${url} did not become ready`);
 }
 
-function startProcess(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+function startProcess(command: [string, string[]], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const entry = command[1].at(-1);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSX, entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(command[0], command[1], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
     let buffered = '';
     const timer = setTimeout(() => reject(new Error(`${entry} did not start`)), 30_000);
     child.stdout?.on('data', (chunk: Buffer) => {
@@ -91,11 +96,11 @@ async function pipeline(base: string, key: string, env: NodeJS.ProcessEnv): Prom
   const receiver = await startHttpsReceiver(() => 204);
   const serviceEnv = { ...process.env, ...env, LOG_LEVEL: 'info', SWEEPER_INTERVAL_MS: '3600000', NODE_EXTRA_CA_CERTS: testCa().caFile };
   const worker = await startProcess(
-    path.join(ROOT, 'services/worker/src/main.ts'),
+    serviceCommand('worker', 'built'),
     { ...serviceEnv, WORKER_KINDS: 'image-generation', WORKER_CONCURRENCY: '4' },
     /"worker started"/,
   );
-  const dispatcher = await startProcess(path.join(ROOT, 'services/webhook-dispatcher/src/main.ts'), serviceEnv, /"webhook dispatcher started"/);
+  const dispatcher = await startProcess(serviceCommand('webhook-dispatcher', 'built'), serviceEnv, /"webhook dispatcher started"/);
   try {
     const createdAt = new Map<string, number>();
     const started = Date.now();
@@ -134,7 +139,9 @@ async function main(): Promise<void> {
   console.log(`Task API benchmark: ${CONNECTIONS} connections, ${DURATION_S} s per run, ${os.cpus().length} CPUs, Node ${process.version}\n`);
 
   // Baseline.
-  const hello = await startProcess(path.join(ROOT, 'bench/hello-server.ts'), process.env, /listening (\d+)/);
+  const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('npm run build failed');
+  const hello = await startProcess([process.execPath, [TSX, path.join(ROOT, 'bench/hello-server.ts')]], process.env, /listening (\d+)/);
   const helloUrl = `http://127.0.0.1:${hello.match[1]}/hello`;
   await load('warm-up', { url: helloUrl }, 2);
   const baseline = await load('bare Express hello world', { url: helloUrl });
@@ -145,13 +152,17 @@ async function main(): Promise<void> {
   const redis = new Redis(BENCH_REDIS);
   await redis.flushdb();
   redis.disconnect();
+  const port = await freePort();
   const env = testEnv({
     DATABASE_URL: BENCH_DB,
     REDIS_URL: BENCH_REDIS,
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
-    PORT: String(await freePort()),
+    PORT: String(port),
     HOST: '127.0.0.1',
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    ADMIN_USER: 'bench',
+    ADMIN_PASSWORD: 'bench password',
     RATE_LIMIT_PAID_PER_MINUTE: '1000000000',
     RATE_LIMIT_PAID_PER_DAY: '1000000000',
     DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? '10',
@@ -161,10 +172,13 @@ async function main(): Promise<void> {
   const account = await createAccount(db.prisma, config.secretsKey, { email: 'bench@example.test', password: 'bench password', credits: 1_000_000_000 });
   const { plaintext_key: key } = await createKey({ prisma: db.prisma, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' });
 
-  const api = spawn(process.execPath, [TSX, path.join(ROOT, 'services/api/src/main.ts')], { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'inherit' });
+  const [apiCommand, apiArgs] = serviceCommand('api', 'built');
+  const api = spawn(apiCommand, apiArgs, { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'inherit' });
   const base = `http://127.0.0.1:${env.PORT}`;
   try {
     await waitUntilReady(`${base}/readyz`);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const idleRss = rssMb(api.pid!);
     const headers = { 'x-api-key': key, 'content-type': 'application/json' };
     const created = await fetch(`${base}/api/tasks/image-generation`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'bench' }) });
     const publicId = ((await created.json()) as { public_id: string }).public_id;
@@ -200,6 +214,16 @@ async function main(): Promise<void> {
         `created → completed → webhook received in ${p.seconds.toFixed(1)} s = ${(PIPELINE_TASKS / p.seconds).toFixed(0)} tasks/s; ` +
         `creation → webhook latency p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms.`,
     );
+
+    const loadedRss = rssMb(api.pid!);
+    const servicesEnv = { ...process.env, ...env, LOG_LEVEL: 'info', SWEEPER_INTERVAL_MS: '3600000', SHUTDOWN_DRAIN_MS: '0', PORT: String(await freePort()) };
+    const workerStop = await measureWorkerStop(base, key, servicesEnv);
+    const startup = await measureStartup(servicesEnv);
+    console.log('\nRuntime (median of 3 starts each; ready = the service logged that it is listening/started):');
+    console.log(row(['service', 'built ms', 'tsx ms'], [20, 10, 10]));
+    for (const s of startup) console.log(row([s.service as Service, s.builtMs.toFixed(0), s.tsxMs.toFixed(0)], [20, 10, 10]));
+    console.log(`API resident memory: ${idleRss.toFixed(0)} MB idle, ${loadedRss.toFixed(0)} MB after the load above (goal < 150 MB).`);
+    console.log(`Worker SIGTERM → exit with a 10 s MP4 video encoding: ${workerStop.ms.toFixed(0)} ms (exit code ${workerStop.code}).`);
   } finally {
     await stop(api);
     await db.close();
