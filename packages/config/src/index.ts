@@ -1,2 +1,2 @@
 export { loadConfig, loadDatabaseUrl, ConfigError } from './load-config';
-export type { Config, RateLimitPolicy } from './load-config';
+export type { AdminCredentials, Config, RateLimitPolicy } from './load-config';

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { TASK_KINDS, type ApiKeyType as KeyType, type TaskKind as TaskKindName } from '@taskapi/domain';
@@ -45,14 +45,23 @@ const envSchema = z.object({
     .transform(Number)
     .pipe(z.number().int().min(0).max(65535, { error: 'PORT must be at most 65535' }))
     .default(3000),
-  HOST: z.string().min(1).default('0.0.0.0'),
+  HOST: z.string().min(1).optional(),
   OPS_PORT: z
     .string()
     .regex(/^\d+$/, { error: 'OPS_PORT must be a port number' })
     .transform(Number)
     .pipe(z.number().int().min(0).max(65535, { error: 'OPS_PORT must be at most 65535' }))
     .optional(),
-  PUBLIC_BASE_URL: z.url({ protocol: /^https?$/, error: 'PUBLIC_BASE_URL must be an http(s) URL' }).optional(),
+  PUBLIC_BASE_URL: z
+    .url({ protocol: /^https?$/, error: 'PUBLIC_BASE_URL must be an http(s) URL' })
+    .refine(
+      (v) => {
+        const u = new URL(v);
+        return !u.search && !u.hash && !u.username && !u.password;
+      },
+      { error: 'PUBLIC_BASE_URL must have no query, fragment or credentials' },
+    )
+    .optional(),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d+)$/, { error: 'TRUST_PROXY must be true, false or a hop count' })
@@ -96,6 +105,13 @@ const envSchema = z.object({
   LOGIN_MAX_FAILURES_PER_EMAIL: positiveInt('LOGIN_MAX_FAILURES_PER_EMAIL').default(10),
   LOGIN_MAX_ATTEMPTS_PER_IP: positiveInt('LOGIN_MAX_ATTEMPTS_PER_IP').default(100),
   DATABASE_POOL_SIZE: positiveInt('DATABASE_POOL_SIZE', 500).default(10),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt('HTTP_KEEP_ALIVE_TIMEOUT_MS', 3_600_000).default(65_000),
+  SHUTDOWN_DRAIN_MS: z
+    .string()
+    .regex(/^\d+$/, { error: 'SHUTDOWN_DRAIN_MS must be a whole number of milliseconds' })
+    .transform(Number)
+    .pipe(z.number().int().max(120_000, { error: 'SHUTDOWN_DRAIN_MS must be at most 120000' }))
+    .optional(),
   DEV_SECRETS_FILE: z.string().min(1).default('.dev-secrets.json'),
 });
 
@@ -105,11 +121,16 @@ export interface Config {
   databaseUrl: string;
   redisUrl: string;
   port: number;
+  /** Listen address of the API and the ops servers: `HOST`, else 0.0.0.0 in production and 127.0.0.1 otherwise. */
   host: string;
   /** Worker and dispatcher: port of /healthz, /readyz and /metrics (on `host`); unset = not served. */
   opsPort: number | undefined;
-  /** Base URL used for absolute links (file URLs, Location); derived from the request when unset. */
-  publicBaseUrl: string | undefined;
+  /**
+   * Origin (and optional path prefix) clients reach the API at, no trailing slash: builds `Location`,
+   * file URLs and the console's same-origin check. `PUBLIC_BASE_URL`, required in production;
+   * otherwise derived from `host` and `port` (e.g. `http://127.0.0.1:3000`). Never from a request.
+   */
+  publicBaseUrl: string;
   trustProxy: boolean | number;
   jwtSecret: string;
   /** 32-byte AES-256-GCM key for API keys and webhook secrets at rest. */
@@ -136,14 +157,38 @@ export interface Config {
   /** Delay before each retry, measured from the previous attempt. */
   webhookRetryDelaysMs: readonly number[];
   webhookAllowPrivateNetworks: boolean;
-  admin: { user: string; password: string } | undefined;
+  /**
+   * Bull Board operator login. `ADMIN_USER`/`ADMIN_PASSWORD`; in development, when unset, generated
+   * once and kept in the development secrets file. Unset in production and tests: the board refuses
+   * every request.
+   */
+  admin: AdminCredentials | undefined;
   /** Credits charged per task kind. */
   taskCosts: Readonly<Record<TaskKindName, number>>;
   rateLimits: Readonly<Record<KeyType, RateLimitPolicy>>;
   login: { maxFailuresPerEmail: number; maxAttemptsPerIp: number };
   databasePoolSize: number;
+  /**
+   * API: how long an idle keep-alive connection stays open. Longer than the idle timeout of the
+   * load balancer in front (60 s for AWS ALB and nginx by default), so the balancer closes first
+   * and never sends a request on a connection the API is closing.
+   */
+  keepAliveTimeoutMs: number;
+  /**
+   * API: after SIGTERM, how long `/readyz` answers 503 while requests are still served, so load
+   * balancers stop sending before the listener closes. Default 5000 in production, else 0.
+   */
+  shutdownDrainMs: number;
   /** Non-fatal remarks made while loading (e.g. generated development secrets); log them at start. */
   warnings: readonly string[];
+}
+
+/** Basic-auth login of the operators' pages (Bull Board). */
+export interface AdminCredentials {
+  user: string;
+  password: string;
+  /** Absolute path of the development secrets file when the login was generated there; else undefined. */
+  generatedIn: string | undefined;
 }
 
 function parseList<T>(raw: string, name: string, item: (s: string) => T | undefined): T[] {
@@ -161,7 +206,11 @@ function parseList<T>(raw: string, name: string, item: (s: string) => T | undefi
 interface DevSecrets {
   JWT_SECRET: string;
   SECRETS_KEY: string;
+  ADMIN_USER: string;
+  ADMIN_PASSWORD: string;
 }
+
+const DEV_ADMIN_USER = 'admin';
 
 /**
  * Development only: secrets generated once and kept in a git-ignored file, so that every local
@@ -172,6 +221,8 @@ function devSecrets(file: string): DevSecrets {
   const fresh: DevSecrets = {
     JWT_SECRET: randomBytes(48).toString('base64url'),
     SECRETS_KEY: randomBytes(32).toString('base64'),
+    ADMIN_USER: DEV_ADMIN_USER,
+    ADMIN_PASSWORD: randomBytes(18).toString('base64url'),
   };
   try {
     fs.writeFileSync(abs, JSON.stringify(fresh, null, 2), { flag: 'wx', mode: 0o600 });
@@ -181,7 +232,27 @@ function devSecrets(file: string): DevSecrets {
   }
   const stored = JSON.parse(fs.readFileSync(abs, 'utf8')) as Partial<DevSecrets>;
   if (!stored.JWT_SECRET || !stored.SECRETS_KEY) throw new ConfigError(`${abs} is incomplete; delete it to regenerate`);
-  return { JWT_SECRET: stored.JWT_SECRET, SECRETS_KEY: stored.SECRETS_KEY };
+  if (stored.ADMIN_USER && stored.ADMIN_PASSWORD) return stored as DevSecrets;
+  // A file from before the Bull Board login was generated. Its SECRETS_KEY must survive (stored keys
+  // depend on it), so the login is added in place. Processes starting together may all get here:
+  // deriving the password from the stored secret, rather than drawing a random one, makes every
+  // one of them compute and write the same file, so none is left holding a password the file lost.
+  const upgraded: DevSecrets = {
+    JWT_SECRET: stored.JWT_SECRET,
+    SECRETS_KEY: stored.SECRETS_KEY,
+    ADMIN_USER: DEV_ADMIN_USER,
+    ADMIN_PASSWORD: createHmac('sha256', stored.JWT_SECRET).update('bull-board admin password').digest('base64url').slice(0, 24),
+  };
+  const tmp = `${abs}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(upgraded, null, 2), { mode: 0o600 });
+  fs.renameSync(tmp, abs);
+  return upgraded;
+}
+
+/** Where clients reach us when `PUBLIC_BASE_URL` is not set: this host and port, never a wildcard. */
+function derivedBaseUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? 'localhost' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
 }
 
 /**
@@ -199,13 +270,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   const warnings: string[] = [];
 
+  const production = e.NODE_ENV === 'production';
+  if ((e.ADMIN_USER === undefined) !== (e.ADMIN_PASSWORD === undefined)) {
+    throw new ConfigError('Invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
+  }
+  if (production) {
+    const missing: string[] = [];
+    if (!e.JWT_SECRET || !e.SECRETS_KEY) {
+      const names = [!e.JWT_SECRET && 'JWT_SECRET', !e.SECRETS_KEY && 'SECRETS_KEY'].filter(Boolean).join(', ');
+      missing.push(`${names}: required when NODE_ENV=production`);
+    }
+    if (!e.PUBLIC_BASE_URL) {
+      missing.push('PUBLIC_BASE_URL: required when NODE_ENV=production (the URL clients reach the API at, e.g. https://tasks.example.com)');
+    }
+    if (missing.length > 0) throw new ConfigError(`Invalid configuration:\n  ${missing.join('\n  ')}`);
+  }
+
   let jwtSecret = e.JWT_SECRET;
   let secretsKey = e.SECRETS_KEY;
-  if (!jwtSecret || !secretsKey) {
-    if (e.NODE_ENV === 'production') {
-      const missing = [!jwtSecret && 'JWT_SECRET', !secretsKey && 'SECRETS_KEY'].filter(Boolean).join(', ');
-      throw new ConfigError(`Invalid configuration:\n  ${missing}: required when NODE_ENV=production`);
-    }
+  let admin: AdminCredentials | undefined =
+    e.ADMIN_USER && e.ADMIN_PASSWORD ? { user: e.ADMIN_USER, password: e.ADMIN_PASSWORD, generatedIn: undefined } : undefined;
+  // Tests (NODE_ENV=test) get no generated login: they must never create or read the developer's
+  // secrets file, and a board without a login refuses every request anyway.
+  const generateAdmin = !admin && e.NODE_ENV === 'development';
+  if (!production && (!jwtSecret || !secretsKey || generateAdmin)) {
     const generated = devSecrets(e.DEV_SECRETS_FILE);
     if (!jwtSecret) {
       jwtSecret = generated.JWT_SECRET;
@@ -215,13 +303,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       secretsKey = generated.SECRETS_KEY;
       warnings.push(`SECRETS_KEY is not set; using a generated development key from ${e.DEV_SECRETS_FILE}`);
     }
+    if (generateAdmin) {
+      admin = { user: generated.ADMIN_USER, password: generated.ADMIN_PASSWORD, generatedIn: path.resolve(e.DEV_SECRETS_FILE) };
+    }
   }
+  // Unreachable in production (checked above); narrows the types for the code below.
+  if (!jwtSecret || !secretsKey) throw new ConfigError('Invalid configuration:\n  JWT_SECRET, SECRETS_KEY: missing');
 
-  const admin =
-    e.ADMIN_USER && e.ADMIN_PASSWORD ? { user: e.ADMIN_USER, password: e.ADMIN_PASSWORD } : undefined;
-  if ((e.ADMIN_USER === undefined) !== (e.ADMIN_PASSWORD === undefined)) {
-    throw new ConfigError('Invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
-  }
+  const host = e.HOST ?? (production ? '0.0.0.0' : '127.0.0.1');
+  const publicBaseUrl = e.PUBLIC_BASE_URL ? e.PUBLIC_BASE_URL.replace(/\/+$/, '') : derivedBaseUrl(host, e.PORT);
 
   const kinds = parseList(e.WORKER_KINDS, 'WORKER_KINDS', (s) =>
     (TASK_KINDS as readonly string[]).includes(s) ? (s as TaskKindName) : undefined,
@@ -246,9 +336,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     port: e.PORT,
-    host: e.HOST,
+    host,
     opsPort: e.OPS_PORT,
-    publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
+    publicBaseUrl,
     trustProxy,
     jwtSecret,
     secretsKey: Buffer.from(secretsKey, 'base64'),
@@ -283,6 +373,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     login: { maxFailuresPerEmail: e.LOGIN_MAX_FAILURES_PER_EMAIL, maxAttemptsPerIp: e.LOGIN_MAX_ATTEMPTS_PER_IP },
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS ?? (e.NODE_ENV === 'production' ? 5_000 : 0),
     warnings: Object.freeze(warnings),
   };
   return Object.freeze(config);

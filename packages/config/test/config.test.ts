@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, loadDatabaseUrl } from '../src';
 
-const SECRETS = { JWT_SECRET: 'j'.repeat(40), SECRETS_KEY: Buffer.alloc(32, 1).toString('base64') };
+// NODE_ENV=test: development would create or read the development secrets file in the working
+// directory; tests of that pass NODE_ENV=development with a file of their own.
+const SECRETS = { NODE_ENV: 'test', JWT_SECRET: 'j'.repeat(40), SECRETS_KEY: Buffer.alloc(32, 1).toString('base64') };
 
 describe('configuration', () => {
   it('defaults are the specification\'s values', () => {
@@ -67,5 +69,70 @@ describe('configuration', () => {
     expect(second.jwtSecret).toBe(first.jwtSecret);
     expect(second.secretsKey.equals(first.secretsKey)).toBe(true);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('PUBLIC_BASE_URL: required in production, else derived from HOST and PORT', () => {
+    expect(() => loadConfig({ ...SECRETS, NODE_ENV: 'production' })).toThrow(/PUBLIC_BASE_URL: required when NODE_ENV=production/);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SECRETS_KEY: required[^]*PUBLIC_BASE_URL: required/);
+    const prod = loadConfig({ ...SECRETS, NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://tasks.example.com/' });
+    expect(prod.publicBaseUrl).toBe('https://tasks.example.com');
+    expect(loadConfig({ ...SECRETS, PUBLIC_BASE_URL: 'https://example.com/taskapi/' }).publicBaseUrl).toBe('https://example.com/taskapi');
+    expect(() => loadConfig({ ...SECRETS, PUBLIC_BASE_URL: 'ftp://example.com' })).toThrow(/PUBLIC_BASE_URL must be an http\(s\) URL/);
+    expect(() => loadConfig({ ...SECRETS, PUBLIC_BASE_URL: 'https://example.com/?a=1' })).toThrow(/PUBLIC_BASE_URL must have no query/);
+
+    const derived = (env: Record<string, string>) => loadConfig({ ...SECRETS, ...env }).publicBaseUrl;
+    expect(derived({})).toBe('http://127.0.0.1:3000');
+    expect(derived({ PORT: '8080', HOST: '0.0.0.0' })).toBe('http://127.0.0.1:8080');
+    expect(derived({ HOST: '::' })).toBe('http://localhost:3000');
+    expect(derived({ HOST: '::1' })).toBe('http://[::1]:3000');
+    expect(derived({ HOST: 'api.internal' })).toBe('http://api.internal:3000');
+  });
+
+  it('HOST: 127.0.0.1 outside production, 0.0.0.0 in production, or as set', () => {
+    expect(loadConfig({ ...SECRETS }).host).toBe('127.0.0.1');
+    expect(loadConfig({ ...SECRETS, HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
+    const prod = { ...SECRETS, NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://tasks.example.com' };
+    expect(loadConfig(prod).host).toBe('0.0.0.0');
+    expect(loadConfig({ ...prod, HOST: '10.0.0.5' }).host).toBe('10.0.0.5');
+  });
+
+  describe('Bull Board login', () => {
+    const tmpFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'secrets.json');
+
+    it('is taken from ADMIN_USER/ADMIN_PASSWORD when set', () => {
+      const c = loadConfig({ ...SECRETS, NODE_ENV: 'development', ADMIN_USER: 'ops', ADMIN_PASSWORD: 'pw', DEV_SECRETS_FILE: tmpFile() });
+      expect(c.admin).toEqual({ user: 'ops', password: 'pw', generatedIn: undefined });
+    });
+
+    it('development generates one, kept in the development secrets file', () => {
+      const file = tmpFile();
+      const first = loadConfig({ ...SECRETS, NODE_ENV: 'development', DEV_SECRETS_FILE: file });
+      expect(first.admin).toMatchObject({ user: 'admin', generatedIn: file });
+      expect(first.admin!.password.length).toBeGreaterThanOrEqual(20);
+      expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toMatchObject({ ADMIN_USER: 'admin', ADMIN_PASSWORD: first.admin!.password });
+      expect(loadConfig({ ...SECRETS, NODE_ENV: 'development', DEV_SECRETS_FILE: file }).admin).toEqual(first.admin);
+      // None of the warnings (which every service logs) carries the password.
+      for (const w of first.warnings) expect(w).not.toContain(first.admin!.password);
+    });
+
+    it('a secrets file from before gets a login added, the same in every process, its keys kept', () => {
+      const file = tmpFile();
+      const old = { JWT_SECRET: 'o'.repeat(64), SECRETS_KEY: Buffer.alloc(32, 9).toString('base64') };
+      fs.writeFileSync(file, JSON.stringify(old), { mode: 0o600 });
+      const a = loadConfig({ DEV_SECRETS_FILE: file });
+      fs.writeFileSync(file, JSON.stringify(old), { mode: 0o600 });
+      const b = loadConfig({ DEV_SECRETS_FILE: file });
+      expect(a.admin).toEqual(b.admin);
+      expect(a.jwtSecret).toBe(old.JWT_SECRET);
+      expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toEqual({ ...old, ADMIN_USER: 'admin', ADMIN_PASSWORD: a.admin!.password });
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    });
+
+    it('production and tests generate none (the board then refuses every request) and never touch the file', () => {
+      const file = tmpFile();
+      expect(loadConfig({ ...SECRETS, NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://t.example', DEV_SECRETS_FILE: file }).admin).toBeUndefined();
+      expect(loadConfig({ ...SECRETS, DEV_SECRETS_FILE: file }).admin).toBeUndefined();
+      expect(fs.existsSync(file)).toBe(false);
+    });
   });
 });

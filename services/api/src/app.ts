@@ -25,6 +25,12 @@ export function createApp(deps: ApiDeps): express.Express {
   app.set('trust proxy', deps.config.trustProxy);
 
   app.use(observe(deps.logger, deps.metrics));
+  app.use((_req, res, next) => {
+    // Draining before shutdown: each connection ends after its response, so keep-alive clients
+    // reconnect to a replica that is staying.
+    if (deps.lifecycle.draining) res.setHeader('Connection', 'close');
+    next();
+  });
   app.use(securityHeaders);
   // The task API first: it carries nearly all traffic, so it should match after the fewest layers.
   app.use('/api/tasks', taskRoutes(deps));
@@ -37,7 +43,7 @@ export function createApp(deps: ApiDeps): express.Express {
   app.use('/api/console/tasks', consoleTaskRoutes(deps, requireSession));
   app.use('/api/webhook-deliveries', webhookDeliveryRoutes(deps, requireSession));
   app.use('/api', accountRoutes(deps, requireSession));
-  app.use(BULL_BOARD_PATH, ...bullBoardRoutes(deps, adminAuth(deps.config, deps.logger)));
+  app.use(BULL_BOARD_PATH, ...bullBoardRoutes(deps, adminAuth(deps.config, deps.logger, BULL_BOARD_PATH)));
   app.use('/app', consolePages());
 
   app.use(notFoundHandler);

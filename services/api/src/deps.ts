@@ -36,6 +36,8 @@ export interface ApiDeps {
   rateLimiter: RateLimiter;
   sessions: SessionService;
   metrics: ApiMetrics;
+  /** Set by the process on SIGTERM: `/readyz` answers 503 and responses close their connection. */
+  lifecycle: { draining: boolean };
   close(): Promise<void>;
 }
 
@@ -82,6 +84,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     rateLimiter: new RateLimiter(redis),
     sessions: new SessionService(config.jwtSecret, redis),
     metrics: createMetrics(opts),
+    lifecycle: { draining: false },
     async close() {
       await closeQueues([...Object.values(taskQueues.queues), webhooks.queue]);
       await Promise.allSettled([redis.quit(), subscriber.quit(), queueRedis.quit()]);

@@ -1,15 +1,18 @@
 import http from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { runService } from '@taskapi/service';
 import { createApp } from './app';
 import { createApiDeps } from './deps';
 import { startHousekeeping } from './domain/housekeeping';
 
-runService({ name: 'api' }, async (config, logger) => {
+/** Requests still running this long after the listener closed are cut off. */
+const IN_FLIGHT_GRACE_MS = 10_000;
+
+runService({ name: 'api', stopTimeoutMs: (config) => config.shutdownDrainMs + IN_FLIGHT_GRACE_MS + 5_000 }, async (config, logger) => {
   const deps = await createApiDeps(config, logger, { defaultMetrics: true });
   const server = http.createServer(createApp(deps));
-  // Longer than a typical load balancer's idle timeout, so it closes idle connections first.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  server.headersTimeout = config.keepAliveTimeoutMs + 1_000;
   server.requestTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
   const stopHousekeeping = startHousekeeping(deps.db.pool, logger);
@@ -17,11 +20,22 @@ runService({ name: 'api' }, async (config, logger) => {
   logger.info('api listening', { port: typeof address === 'object' && address ? address.port : config.port, host: config.host });
 
   return async () => {
-    // Stop accepting connections, let in-flight requests finish, then close pools.
+    // 1. Fail /readyz but keep serving, so load balancers stop sending before we stop listening.
+    deps.lifecycle.draining = true;
+    if (config.shutdownDrainMs > 0) {
+      logger.info('draining: /readyz answers 503 while requests are still served', { drain_ms: config.shutdownDrainMs });
+      await delay(config.shutdownDrainMs);
+    }
+    // 2. Stop accepting connections and let in-flight requests finish (bounded), then close pools.
     stopHousekeeping();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
+    // Node keeps a keep-alive connection open after its last response even once the server is
+    // closing, so connections are closed as they fall idle, and all of them at the deadline.
+    const closeIdle = setInterval(() => server.closeIdleConnections(), 100);
+    const cutOff = setTimeout(() => server.closeAllConnections(), IN_FLIGHT_GRACE_MS);
     await closed;
+    clearInterval(closeIdle);
+    clearTimeout(cutOff);
     await deps.close();
   };
 });

@@ -1,5 +1,10 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { TASK_QUEUES, WEBHOOK_QUEUE } from '@taskapi/queue';
 import { ADMIN_DISABLED } from '../src/http/admin-auth';
+import { BULL_BOARD_CSP, withoutForeignAssets } from '../src/routes/self-contained-board-adapter';
 import { startApi, type TestApi } from './support/harness';
 
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
@@ -30,9 +35,99 @@ describe('Bull Board at /admin/queues', () => {
   });
 });
 
+/** Every absolute or protocol-relative URL in src/href attributes and CSS url()s of a page. */
+function externalUrls(html: string): string[] {
+  const attrs = [...html.matchAll(/\b(?:src|href)\s*=\s*["']?((?:https?:)?\/\/[^"'\s>]+)/gi)].map((m) => m[1]!);
+  const css = [...html.matchAll(/url\(\s*["']?((?:https?:)?\/\/[^"')]+)/gi)].map((m) => m[1]!);
+  const imports = [...html.matchAll(/@import\s+["']((?:https?:)?\/\/[^"']+)/gi)].map((m) => m[1]!);
+  return [...attrs, ...css, ...imports];
+}
+
+describe('Bull Board page', () => {
+  it('loads nothing from another origin and carries a strict CSP', async () => {
+    const api = await startApi({ ADMIN_USER: 'ops', ADMIN_PASSWORD: 'pw' });
+    try {
+      const page = await api.req('GET', '/admin/queues', { headers: basic('ops', 'pw') });
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('static/js/');
+      expect(externalUrls(page.text)).toEqual([]);
+      expect(page.headers.get('content-security-policy')).toBe(BULL_BOARD_CSP);
+      expect(BULL_BOARD_CSP).toContain("script-src 'self';");
+      expect(BULL_BOARD_CSP).not.toMatch(/unsafe-eval|https?:/);
+      // Deep links render the same page.
+      const deep = await api.req('GET', `/admin/queues/queue/${encodeURIComponent(WEBHOOK_QUEUE.name)}`, { headers: basic('ops', 'pw') });
+      expect(deep.status).toBe(200);
+      expect(externalUrls(deep.text)).toEqual([]);
+      // Its stylesheet imports no web font either.
+      const css = page.text.match(/href="(static\/css\/[^"]+)"/)![1]!;
+      const sheet = await api.req('GET', `/admin/queues/${css}`, { headers: basic('ops', 'pw') });
+      expect(sheet.status).toBe(200);
+      expect(externalUrls(sheet.text)).toEqual([]);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('strips stylesheets and scripts of other origins from the upstream template', () => {
+    const upstream = fs.readFileSync(path.join(path.dirname(require.resolve('@bull-board/ui/package.json')), 'dist/index.ejs'), 'utf8');
+    expect(externalUrls(withoutForeignAssets(upstream))).toEqual([]);
+    const html = [
+      '<link rel="preconnect" href="https://fonts.gstatic.com" crossorigin>',
+      "<link href='//cdn.example/x.css' rel=stylesheet>",
+      '<script defer src="https://cdn.example/x.js"></script>',
+      '<link href="static/css/main.css" rel="stylesheet">',
+      '<script defer src="static/js/main.js"></script>',
+    ].join('\n');
+    expect(withoutForeignAssets(html)).toBe('<link href="static/css/main.css" rel="stylesheet">\n<script defer src="static/js/main.js"></script>');
+  });
+});
+
+describe('Bull Board in development without ADMIN_USER/ADMIN_PASSWORD', () => {
+  it('uses a generated login kept in the development secrets file, named in the log but never the password', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bull-board-')), 'dev-secrets.json');
+    const stream = new PassThrough();
+    let log = '';
+    stream.on('data', (c: Buffer) => (log += c.toString()));
+    const api = await startApi({ NODE_ENV: 'development', DEV_SECRETS_FILE: file, LOG_LEVEL: 'debug' }, { logStream: stream });
+    try {
+      const none = await api.req('GET', '/admin/queues');
+      expect(none.status).toBe(401);
+      expect(none.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
+      expect((await api.req('GET', '/admin/queues/api/queues')).status).toBe(401);
+      expect((await api.req('GET', '/admin/queues/static/images/logo.svg')).status).toBe(401);
+
+      const stored = JSON.parse(fs.readFileSync(file, 'utf8')) as { ADMIN_USER: string; ADMIN_PASSWORD: string };
+      expect(stored.ADMIN_USER).toBe('admin');
+      expect(stored.ADMIN_PASSWORD.length).toBeGreaterThanOrEqual(20);
+      expect((await api.req('GET', '/admin/queues', { headers: basic('admin', 'wrong') })).status).toBe(401);
+      const page = await api.req('GET', '/admin/queues', { headers: basic(stored.ADMIN_USER, stored.ADMIN_PASSWORD) });
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/text\/html/);
+      expect(externalUrls(page.text)).toEqual([]);
+
+      await new Promise((r) => setImmediate(r));
+      const lines = log.trim().split('\n').map((l) => JSON.parse(l) as { level: string; message: string });
+      expect(lines).toContainEqual(expect.objectContaining({ level: 'warn', message: expect.stringContaining(file) }));
+      expect(log).not.toContain(stored.ADMIN_PASSWORD);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 describe('Bull Board without operator credentials', () => {
+  it('is refused in tests (NODE_ENV=test generates no login)', async () => {
+    const api = await startApi();
+    try {
+      expect(api.config.admin).toBeUndefined();
+      expect((await api.req('GET', '/admin/queues')).status).toBe(403);
+    } finally {
+      await api.close();
+    }
+  });
+
   it('is refused in production', async () => {
-    const api = await startApi({ NODE_ENV: 'production' });
+    const api = await startApi({ NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://tasks.example.com' });
     try {
       const res = await api.req('GET', '/admin/queues');
       expect(res.status).toBe(403);

@@ -1,6 +1,23 @@
 import { PassThrough } from 'node:stream';
 import { TEST_PASSWORD } from '@taskapi/testing';
+import { accessLogLevel } from '../src/http/access-log-level';
 import { createKey, seedAccount, seedGrant, startApi, withKey } from './support/harness';
+
+/** An API whose log lines are collected and parsed. */
+async function startLoggedApi(level: string) {
+  const stream = new PassThrough();
+  const chunks: string[] = [];
+  stream.on('data', (c: Buffer) => chunks.push(c.toString()));
+  const api = await startApi({ LOG_LEVEL: level, ADMIN_USER: 'ops', ADMIN_PASSWORD: 'pw' }, { logStream: stream });
+  const lines = async () => {
+    await new Promise((r) => setImmediate(r));
+    return chunks.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  };
+  return { api, lines };
+}
+
+const QUIET = ['/healthz', '/readyz', '/metrics', '/app/assets/common.js', '/docs/assets/swagger-ui.css', '/docs/init.js', '/admin/queues/static/images/logo.svg'];
+const LOUD = ['/api/tasks', '/app', '/docs', '/admin/queues', '/api/openapi.json', '/nowhere'];
 
 describe('logs', () => {
   it('have one JSON line per request with its id, and never a password, key, token or webhook secret', async () => {
@@ -45,5 +62,35 @@ describe('logs', () => {
     } finally {
       await api.close();
     }
+  });
+
+  describe('access-log level', () => {
+    it('is debug for probes, metrics scrapes and static assets, info for the rest', () => {
+      for (const path of QUIET) expect([path, accessLogLevel(path)]).toEqual([path, 'debug']);
+      for (const path of [...LOUD, '/app/tasks', '/docs/assets', '/readyz/x', '/api/metrics']) expect([path, accessLogLevel(path)]).toEqual([path, 'info']);
+    });
+
+    it('at LOG_LEVEL=info, only the other requests are logged', async () => {
+      const { api, lines } = await startLoggedApi('info');
+      try {
+        for (const path of [...QUIET, ...LOUD]) await api.req('GET', path);
+        const logged = (await lines()).filter((l) => l.message === 'request').map((l) => l.path);
+        expect(logged.sort()).toEqual([...LOUD].sort());
+      } finally {
+        await api.close();
+      }
+    });
+
+    it('at LOG_LEVEL=debug, probes and assets are logged at debug level', async () => {
+      const { api, lines } = await startLoggedApi('debug');
+      try {
+        for (const path of [...QUIET, '/api/tasks?limit=1']) await api.req('GET', path);
+        const requests = (await lines()).filter((l) => l.message === 'request');
+        for (const path of QUIET) expect(requests.find((l) => l.path === path)).toMatchObject({ level: 'debug', status: expect.any(Number) });
+        expect(requests.find((l) => l.path === '/api/tasks')).toMatchObject({ level: 'info', status: 401 });
+      } finally {
+        await api.close();
+      }
+    });
   });
 });

@@ -24,7 +24,7 @@ async function main(): Promise<void> {
       account.account_id,
       { type: 'paid' },
     );
-    const base = config.publicBaseUrl ?? `http://localhost:${config.port}`;
+    const base = config.publicBaseUrl;
     console.log(
       [
         '',
@@ -34,6 +34,7 @@ async function main(): Promise<void> {
         `    e-mail:    ${DEMO_EMAIL}`,
         `    password:  ${password}`,
         `    paid key:  ${plaintext_key}   (1000 credits; the account also has a 100-credit trial grant)`,
+        ...(config.admin?.generatedIn ? [`    queues:    ${base}/admin/queues  (Bull Board; its login is in ${config.admin.generatedIn})`] : []),
         '',
         '  Try it:',
         `    curl -s -X POST ${base}/api/tasks/image-generation \\`,

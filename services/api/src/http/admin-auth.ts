@@ -4,25 +4,30 @@ import { safeEqual } from '@taskapi/crypto';
 import type { Logger } from '@taskapi/logger';
 
 export const ADMIN_DISABLED = 'Bull Board is disabled: set ADMIN_USER and ADMIN_PASSWORD.';
+export const ADMIN_CREDENTIALS_REQUIRED = 'Operator credentials required.';
 
 /**
- * Operator basic auth for `/admin/*` (`ADMIN_USER` / `ADMIN_PASSWORD`). Without credentials the
- * board is refused in production and open in development and tests (with a warning at start).
+ * Operator basic auth for `/admin/*`. Always required: the login is `ADMIN_USER`/`ADMIN_PASSWORD`,
+ * or in development the one generated into the development secrets file. Without a login
+ * (production or tests with the variables unset) every request gets 403.
  */
-export function adminAuth(config: Config, logger: Logger): RequestHandler {
+export function adminAuth(config: Config, logger: Logger, mountPath: string): RequestHandler {
   const admin = config.admin;
   if (!admin) {
-    if (config.nodeEnv === 'production') {
-      return (_req, res) => void res.status(403).json({ message: ADMIN_DISABLED });
-    }
-    logger.warn('ADMIN_USER/ADMIN_PASSWORD are not set: Bull Board at /admin/queues is open (refused in production)');
-    return (_req, _res, next) => next();
+    logger.warn(`Bull Board at ${mountPath} is disabled: ADMIN_USER and ADMIN_PASSWORD are not set`);
+    return (_req, res) => void res.status(403).json({ message: ADMIN_DISABLED });
+  }
+  if (admin.generatedIn) {
+    // The file, never the password: log lines end up in shared log stores.
+    logger.warn(
+      `ADMIN_USER/ADMIN_PASSWORD are not set: Bull Board at ${mountPath} uses the generated development login (user "${admin.user}") kept in ${admin.generatedIn}`,
+    );
   }
   const expected = `Basic ${Buffer.from(`${admin.user}:${admin.password}`, 'utf8').toString('base64')}`;
   return (req, res, next) => {
     const given = req.get('authorization') ?? '';
     if (safeEqual(given, expected)) return next();
     res.setHeader('WWW-Authenticate', 'Basic realm="Task API operators", charset="UTF-8"');
-    res.status(401).json({ message: 'Operator credentials required.' });
+    res.status(401).json({ message: ADMIN_CREDENTIALS_REQUIRED });
   };
 }

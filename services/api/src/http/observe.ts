@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { sequentialIds } from '@taskapi/ids';
 import type { Logger } from '@taskapi/logger';
+import { accessLogLevel } from './access-log-level';
 import { locals } from './request-context';
 import type { ApiMetrics } from '../infra/metrics';
 
@@ -8,7 +9,8 @@ const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * Request id (`X-Request-Id`, accepted from the caller when well-formed), one access-log line and
- * metrics per request. Never logs headers or bodies.
+ * metrics per request (the line at debug level for probes, scrapes and static assets, see
+ * `accessLogLevel`). Never logs headers or bodies.
  */
 export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
   const nextRequestId = sequentialIds('request');
@@ -25,11 +27,13 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
       const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
       metrics.httpRequests.inc({ method: req.method, route, status: String(res.statusCode) });
       metrics.httpDuration.observe({ method: req.method, route }, seconds);
-      if (!logger.isInfoEnabled()) return;
-      logger.info('request', {
+      const path = req.originalUrl.split('?')[0] ?? '';
+      const level = accessLogLevel(path);
+      if (!logger.isLevelEnabled(level)) return;
+      logger.log(level, 'request', {
         request_id: requestId,
         method: req.method,
-        path: req.originalUrl.split('?')[0],
+        path,
         status: res.statusCode,
         duration_ms: Math.round(seconds * 1e5) / 100,
         account_id: ctx.key?.accountId ?? ctx.session?.accountId,

@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 
 /** What the API-key middleware learned about the caller. */
 export interface KeyPrincipal {
@@ -46,9 +46,4 @@ export function sessionPrincipal(res: Response): SessionPrincipal {
   const session = locals(res).session;
   if (!session) throw new Error('Session middleware did not run for this route');
   return session;
-}
-
-/** Absolute base URL for links in responses. */
-export function baseUrl(req: Request, configured: string | undefined): string {
-  return configured ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`;
 }

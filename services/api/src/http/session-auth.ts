@@ -34,22 +34,22 @@ export function readCookie(req: Request, name: string): string | undefined {
 
 /**
  * True when a browser says the request comes from our own pages: `Sec-Fetch-Site` when sent,
- * otherwise `Origin` must equal this server's origin. Neither header: not a browser we can trust.
+ * otherwise `Origin` must equal the origin of `publicBaseUrl` (the configured one, never the
+ * request's Host header, which the caller chooses). Neither header: not a browser we can trust.
  */
-export function isSameOrigin(req: Request, publicBaseUrl: string | undefined): boolean {
+export function isSameOrigin(req: Request, publicBaseUrl: string): boolean {
   const site = req.get('sec-fetch-site');
   if (site) return site === 'same-origin' || site === 'none';
   const origin = req.get('origin');
   if (!origin) return false;
-  const expected = publicBaseUrl ? new URL(publicBaseUrl).origin : `${req.protocol}://${req.get('host') ?? ''}`;
-  return origin === expected;
+  return origin === new URL(publicBaseUrl).origin;
 }
 
 /**
  * Console authentication: `Authorization: Bearer <jwt>` or the `session` cookie. Requests carrying
  * `X-Api-Key` are refused outright. Cookie-authenticated state changes must be same-origin.
  */
-export function sessionAuth(deps: { sessions: SessionService; prisma: PrismaClient; publicBaseUrl: string | undefined }): RequestHandler {
+export function sessionAuth(deps: { sessions: SessionService; prisma: PrismaClient; publicBaseUrl: string }): RequestHandler {
   return async (req, res, next) => {
     if (req.get('x-api-key') !== undefined) throw new HttpError(401, SESSION_ONLY);
     const authorization = req.get('authorization');

@@ -1,6 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import type { ApiDeps } from '../deps';
-import { baseUrl, sessionPrincipal } from '../http/request-context';
+import { sessionPrincipal } from '../http/request-context';
 import { sendTask, sendTaskFile, sendTaskList, taskIdParam } from '../http/task-responses';
 import { getTask } from '../domain/task-queries';
 
@@ -18,7 +18,7 @@ export function consoleTaskRoutes(deps: ApiDeps, requireSession: RequestHandler)
   router.use(requireSession);
 
   router.get('/', async (req, res) => {
-    await sendTaskList(res, db.pool, sessionPrincipal(res).accountId, req.query, baseUrl(req, config.publicBaseUrl), CONSOLE_TASKS_ROOT);
+    await sendTaskList(res, db.pool, sessionPrincipal(res).accountId, req.query, config.publicBaseUrl, CONSOLE_TASKS_ROOT);
   });
 
   // Straight from PostgreSQL: console reads are rare, and the read cache is validated by markers
@@ -26,7 +26,7 @@ export function consoleTaskRoutes(deps: ApiDeps, requireSession: RequestHandler)
   router.get('/:publicId', async (req, res) => {
     const publicId = taskIdParam(res, req.params.publicId);
     const row = await getTask(db.pool, sessionPrincipal(res).accountId, publicId);
-    sendTask(res, row, baseUrl(req, config.publicBaseUrl), CONSOLE_TASKS_ROOT);
+    sendTask(res, row, config.publicBaseUrl, CONSOLE_TASKS_ROOT);
   });
 
   router.get('/:publicId/files/:name', async (req, res) => {

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { checkReadiness } from '@taskapi/service';
 import type { ApiDeps } from '../deps';
 
-/** Liveness, readiness (PostgreSQL and Redis reachable) and Prometheus metrics. */
+/** Liveness, readiness (PostgreSQL and Redis reachable, not shutting down) and Prometheus metrics. */
 export function healthRoutes(deps: ApiDeps): Router {
   const router = Router();
 
@@ -11,6 +11,8 @@ export function healthRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/readyz', async (_req, res) => {
+    // Shutting down: load balancers take this replica out while it still serves what they send.
+    if (deps.lifecycle.draining) return void res.status(503).json({ status: 'draining' });
     const { ready, body } = await checkReadiness({ database: () => deps.db.pool.query('SELECT 1'), redis: () => deps.redis.ping() });
     res.status(ready ? 200 : 503).json(body);
   });

@@ -4,7 +4,7 @@ import { taskJobId } from '@taskapi/queue';
 import type { ApiDeps } from '../deps';
 import { apiKeyAuth } from '../http/api-key-auth';
 import { HttpError, badRequest } from '../http/errors';
-import { baseUrl, keyPrincipal, locals } from '../http/request-context';
+import { keyPrincipal, locals } from '../http/request-context';
 import { sendJson, sendTask, sendTaskFile, sendTaskList, taskIdParam } from '../http/task-responses';
 import { parseOrThrow } from '../http/validation';
 import { cancelTask } from '../domain/cancel-task';
@@ -74,9 +74,8 @@ export function taskRoutes(deps: ApiDeps): Router {
           logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
         }
       }
-      const base = baseUrl(req, config.publicBaseUrl);
-      res.location(`${base}/api/tasks/${row.public_id}`);
-      sendJson(res, 201, renderTask(row, base));
+      res.location(`${config.publicBaseUrl}/api/tasks/${row.public_id}`);
+      sendJson(res, 201, renderTask(row, config.publicBaseUrl));
     };
 
   for (const kind of TASK_KINDS) {
@@ -84,7 +83,7 @@ export function taskRoutes(deps: ApiDeps): Router {
   }
 
   router.get('/', async (req, res) => {
-    await sendTaskList(res, db.pool, keyPrincipal(res).accountId, req.query, baseUrl(req, config.publicBaseUrl));
+    await sendTaskList(res, db.pool, keyPrincipal(res).accountId, req.query, config.publicBaseUrl);
   });
 
   const readTask = (res: Response, publicId: string) =>
@@ -92,7 +91,7 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   router.get('/:publicId', async (req, res) => {
     const publicId = taskIdParam(res, req.params.publicId);
-    sendTask(res, await readTask(res, publicId), baseUrl(req, config.publicBaseUrl));
+    sendTask(res, await readTask(res, publicId), config.publicBaseUrl);
   });
 
   router.post('/:publicId/cancel', async (req, res) => {
@@ -102,7 +101,7 @@ export function taskRoutes(deps: ApiDeps): Router {
     taskReadCache.put(accountId, row);
     // Best effort: a waiting job is dropped now; one already running sees status 40 and stops.
     await taskQueues.queues[row.kind as TaskKind].remove(taskJobId(publicId)).catch(() => undefined);
-    sendJson(res, 200, renderTask(row, baseUrl(req, config.publicBaseUrl)));
+    sendJson(res, 200, renderTask(row, config.publicBaseUrl));
   });
 
   router.get('/:publicId/files/:name', async (req, res) => {

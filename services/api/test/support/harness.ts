@@ -16,13 +16,27 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
+/**
+ * Starts the API on an ephemeral port of 127.0.0.1. The port is known before the configuration is
+ * loaded, so `HOST`/`PORT` describe the real listener and the derived `publicBaseUrl` is `url`
+ * (unless `overrides` sets `PUBLIC_BASE_URL`).
+ */
 export async function startApi(overrides: Record<string, string> = {}, opts: { logStream?: NodeJS.WritableStream } = {}): Promise<TestApi> {
-  const config = testConfig(overrides);
-  const logger = createLogger({ service: 'api-test', level: config.logLevel, stream: opts.logStream });
-  const deps = await createApiDeps(config, logger);
-  const server = http.createServer(createApp(deps));
+  const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${port}`;
+  let config: Config;
+  let deps: ApiDeps;
+  try {
+    config = testConfig({ HOST: '127.0.0.1', PORT: String(port), ...overrides });
+    const logger = createLogger({ service: 'api-test', level: config.logLevel, stream: opts.logStream });
+    deps = await createApiDeps(config, logger);
+  } catch (err) {
+    server.close();
+    throw err;
+  }
+  server.on('request', createApp(deps));
   return {
     url,
     config,
