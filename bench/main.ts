@@ -14,10 +14,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { Redis } from 'ioredis';
 import { loadConfig } from '@taskapi/config';
 import { createDatabase } from '@taskapi/db';
-import { freePort, recreateDatabase, startHttpsReceiver, testCa, testEnv } from '@taskapi/testing';
+import { claimRedisDb, freePort, recreateDatabase, startHttpsReceiver, testCa, testEnv } from '@taskapi/testing';
 import { createAccount } from '../services/api/src/domain/accounts';
 import { createKey } from '../services/api/src/domain/api-keys';
 import { measureStartup, measureWorkerStop, rssMb, serviceCommand, type Service } from './runtime-figures';
@@ -149,9 +148,7 @@ async function main(): Promise<void> {
 
   // A fresh database and Redis database for the API under test.
   await recreateDatabase(BENCH_DB);
-  const redis = new Redis(BENCH_REDIS);
-  await redis.flushdb();
-  redis.disconnect();
+  await claimRedisDb(BENCH_REDIS);
   const port = await freePort();
   const env = testEnv({
     DATABASE_URL: BENCH_DB,
@@ -205,9 +202,7 @@ async function main(): Promise<void> {
 
     // The queued tasks of the creation run stay in the database; their jobs go, so the pipeline
     // run measures only its own tasks (the workers' sweeper is slowed down for the same reason).
-    const flush = new Redis(BENCH_REDIS);
-    await flush.flushdb();
-    flush.disconnect();
+    await claimRedisDb(BENCH_REDIS);
     const p = await pipeline(base, key, env);
     console.log(
       `\nPipeline (1 worker process, concurrency 4; 1 dispatcher; HTTPS receiver): ${PIPELINE_TASKS} image tasks (64x64) ` +
