@@ -48,8 +48,10 @@ RUN npm run build \
 # --- Production dependencies only (no install scripts: nothing here needs one). ---
 FROM base AS prod-deps
 COPY --from=manifests /manifests/ ./
+COPY scripts/pack-runtime.mjs ./scripts/
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --omit=dev --omit=peer --ignore-scripts
+    npm ci --omit=dev --omit=peer --ignore-scripts \
+ && node scripts/pack-runtime.mjs --prune .
 
 # --- Runtime image. ---
 FROM base AS runtime

@@ -76,6 +76,7 @@ describe('npm start', () => {
 
   async function expectStoppedCleanly(service: ChildService, publicId: string): Promise<void> {
     await waitFor(() => service.child.exitCode !== null, { timeoutMs: 15_000, what: 'npm start to exit' });
+    await service.exited; // its output fully read
     expect(service.child.exitCode).toBe(0);
     await waitFor(() => service.leftovers().length === 0, { timeoutMs: 2_000, what: 'no process left' });
     for (const name of ['api', 'worker', 'webhook-dispatcher']) {

@@ -23,7 +23,12 @@ import { flushRedis, redisUrl, superviseChild, type ChildService } from './suppo
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
 const REDIS_DB = 6;
-const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/?]+(\?|$)/, '/taskapi_test_runtime$1');
+// Beside the suite's database, named after it, so two runs with different TEST_DATABASE_URLs never share it.
+const DATABASE_URL = (() => {
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `${url.pathname}_runtime`;
+  return url.toString();
+})();
 const fixture = (name: string) => fs.readFileSync(path.join(__dirname, '../fixtures', name)).toString('base64');
 
 describe('the production tree (what the image runs)', () => {
@@ -69,8 +74,7 @@ describe('the production tree (what the image runs)', () => {
   const node = (entry: string, ...args: string[]) => run(process.execPath, ['--enable-source-maps', `dist/${entry}.js`, ...args], { cwd: tree, env });
 
   it('holds production dependencies only, and no sources', () => {
-    // (typescript and the prisma CLI do come along: optional peers of @prisma/client in the lockfile.)
-    for (const dev of ['tsx', 'jest', 'ts-jest', 'esbuild', 'eslint', 'playwright-core', 'autocannon', '@types/jest']) {
+    for (const dev of ['typescript', 'prisma', 'tsx', 'jest', 'ts-jest', 'esbuild', 'eslint', 'playwright-core', 'autocannon', '@types/jest']) {
       expect([dev, fs.existsSync(path.join(tree, 'node_modules', dev))]).toEqual([dev, false]);
     }
     expect(fs.existsSync(path.join(tree, 'services/api/src'))).toBe(false);

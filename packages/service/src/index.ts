@@ -29,6 +29,18 @@ export interface ServiceOptions {
  * unreachable dependency) prints the reason and exits 1.
  */
 export function runService(opts: ServiceOptions, start: (config: Config, logger: Logger) => Promise<Stop>): void {
+  // Handlers first: a signal that arrives while the service is still starting (a pod scaled down
+  // during boot) is remembered and honoured as soon as it has started, never a hard kill mid-job.
+  // SIGHUP too: closing the terminal of `npm start` sends it to every service.
+  let pending: string | undefined;
+  let bootDeadline: NodeJS.Timeout | undefined;
+  let onSignal: (signal: string) => void = (signal) => {
+    pending ??= signal;
+    // A start that hangs (an unreachable dependency) must not keep the process alive forever.
+    bootDeadline ??= setTimeout(() => process.exit(1), 20_000).unref();
+  };
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => onSignal(signal));
+
   const boot = async () => {
     const config = loadConfig();
     const logger = createLogger({ service: opts.name, level: config.logLevel });
@@ -55,8 +67,9 @@ export function runService(opts: ServiceOptions, start: (config: Config, logger:
         process.exit(1);
       }
     };
-    process.on('SIGTERM', () => void shutdown('SIGTERM'));
-    process.on('SIGINT', () => void shutdown('SIGINT'));
+    onSignal = (signal) => void shutdown(signal);
+    clearTimeout(bootDeadline);
+    if (pending) onSignal(pending);
   };
   boot().catch((err: unknown) => {
     // The logger may not exist yet (bad configuration): plain stderr, message only.

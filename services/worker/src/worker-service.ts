@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -39,6 +40,7 @@ export async function startWorkerService(
   const files = createFileStore(config.filesDir);
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
   const shutdown = new AbortController();
+  const engineRuns = new Set<Promise<unknown>>();
   const announce = { db: db.pool, redis, webhooks, logger };
   const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics });
 
@@ -46,7 +48,7 @@ export async function startWorkerService(
     const engine = engines[kind];
     if (!engine) throw new Error(`no engine for ${kind}`);
     const processor = runTaskProcessor(
-      { ...announce, engine, files, egress, metrics, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal },
+      { ...announce, engine, files, egress, metrics, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal, engineRuns },
       kind,
     );
     const worker = new Worker<TaskJob, RunTaskOutcome>(TASK_QUEUES[kind].name, processor, {
@@ -104,6 +106,8 @@ export async function startWorkerService(
       const closing = Promise.all(workers.map((w) => w.close()));
       shutdown.abort(new Error('worker shutting down'));
       await Promise.all([closing, ...sweepers.map((s) => s.stop()), ops?.close()]);
+      // Aborted engines were not waited for; give them a moment to remove their temporary files.
+      await Promise.race([Promise.allSettled([...engineRuns]), delay(1_000)]);
       await closeQueues([webhooks.queue, ...Object.values(taskQueues.queues)]);
       await egress.close();
     },

@@ -125,7 +125,8 @@ export async function superviseChild(name: string, child: ChildProcess, readyLin
     }
   });
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // 'close', not 'exit': the last log lines (the graceful stop) may still be in the pipe at 'exit'.
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const readyLines = Array.isArray(readyLine) ? readyLine : [readyLine];
   await waitFor(
     () => {

@@ -58,18 +58,19 @@ UPDATE tasks
    SET status = 0,
        attempts = GREATEST(attempts - 1, 0),
        started_at = CASE WHEN attempts <= 1 THEN NULL ELSE started_at END
- WHERE public_id = $1 AND status = 10`;
+ WHERE public_id = $1 AND status = 10 AND attempts = $2`;
 
 /**
  * Undoes `startTask` for a run that is handed back unfinished (the worker is shutting down): the
  * task is queued again and the attempt it used is given back. A task that meanwhile reached a
- * terminal status (cancelled) is left alone. Returns whether the task was handed back.
+ * terminal status (cancelled), or that another run claimed since (this run lost its job lock), is
+ * left alone. Returns whether the task was handed back.
  *
  * The Redis status marker keeps "processing" (it only moves forward); API replicas then read the
  * row from PostgreSQL until the next run claims it, moments later.
  */
-export async function handBackTask(db: Queryable, publicId: string): Promise<boolean> {
-  const { rowCount } = await db.query({ name: 'worker-hand-back-task', text: HAND_BACK_SQL, values: [publicId] });
+export async function handBackTask(db: Queryable, task: Pick<ClaimedTask, 'public_id' | 'attempts'>): Promise<boolean> {
+  const { rowCount } = await db.query({ name: 'worker-hand-back-task', text: HAND_BACK_SQL, values: [task.public_id, task.attempts] });
   return rowCount === 1;
 }
 

@@ -20,6 +20,8 @@ export interface RunTaskDeps extends AnnounceDeps {
   metrics: WorkerMetrics;
   /** Aborted when the process shuts down: running engines stop and their jobs go back to the queue. */
   shutdown: AbortSignal;
+  /** Engine runs in progress, so a shutdown can give abandoned ones a moment to clean up. */
+  engineRuns: Set<Promise<unknown>>;
 }
 
 /** What a processed job reports (visible in Bull Board). */
@@ -60,6 +62,8 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         const image = kind === 'face-detection' ? await loadInputImage(task, deps.egress, signal) : undefined;
         return deps.engine.run({ kind, publicId, params: task.params, image }, signal);
       })();
+      deps.engineRuns.add(run);
+      void run.catch(() => undefined).finally(() => deps.engineRuns.delete(run));
       const output = await abortable(run, deps.shutdown);
       if (signal.aborted) throw signal.reason as Error;
       const files = await deps.files.save(publicId, output.files ?? []);
@@ -78,8 +82,14 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       if (deps.shutdown.aborted && !deadline.aborted) {
         // Hand the job back untouched: the task is queued again without spending an attempt, and
         // the job waits for another worker (WaitingError: BullMQ neither fails nor retries it).
-        const handedBack = await handBackTask(deps.db, publicId);
-        await job.moveToWait(token);
+        const handedBack = await handBackTask(deps.db, task);
+        try {
+          await job.moveToWait(token);
+        } catch (moveErr) {
+          // The job lock was lost (another worker took the job as stalled): that run owns it now.
+          log.warn('could not hand the job back; its lock was lost', { error: (moveErr as Error).message });
+          throw new WaitingError();
+        }
         observe('handed_back');
         log.info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
         throw new WaitingError();
