@@ -142,7 +142,9 @@ describe('tasks end to end', () => {
     const hook = await webhookFor(publicId);
     await expectSigned(hook);
     expect(JSON.parse(hook.body.toString())).toEqual({ public_id: publicId, status: 30, error_code: 'image_fetch_failed', payload: null, result: null });
-    expect((balanceAtArrival.get(publicId) as { paid_balance: number }).paid_balance).toBe(before);
+    // The receiver records the balance it saw while it answers, just after the hook is logged.
+    const seen = await waitFor(() => balanceAtArrival.get(publicId) as { paid_balance: number } | undefined, { what: 'the balance seen at arrival' });
+    expect(seen.paid_balance).toBe(before);
     expect(await ledgerOf(system.api, publicId)).toEqual([
       { entry_type: 'charge', amount: -1 },
       { entry_type: 'refund', amount: 1 },
