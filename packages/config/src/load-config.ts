@@ -374,7 +374,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     login: { maxFailuresPerEmail: e.LOGIN_MAX_FAILURES_PER_EMAIL, maxAttemptsPerIp: e.LOGIN_MAX_ATTEMPTS_PER_IP },
     databasePoolSize: e.DATABASE_POOL_SIZE,
     keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
-    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS ?? (e.NODE_ENV === 'production' ? 5_000 : 0),
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS ?? (production ? 5_000 : 0),
     warnings: Object.freeze(warnings),
   };
   return Object.freeze(config);

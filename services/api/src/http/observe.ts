@@ -27,6 +27,8 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
       const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
       metrics.httpRequests.inc({ method: req.method, route, status: String(res.statusCode) });
       metrics.httpDuration.observe({ method: req.method, route }, seconds);
+      // Access lines are info or debug: below info (production's warn) there is nothing to build.
+      if (!logger.isInfoEnabled()) return;
       const path = req.originalUrl.split('?')[0] ?? '';
       const level = accessLogLevel(path);
       if (!logger.isLevelEnabled(level)) return;
