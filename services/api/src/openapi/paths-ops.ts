@@ -19,7 +19,8 @@ export const opsPaths: Record<string, OpenApiObject> = {
       tags: TAGS,
       operationId: 'readiness',
       summary: 'Readiness',
-      description: 'Whether PostgreSQL and Redis answer (each within 2 seconds).',
+      description:
+        'Whether PostgreSQL and Redis answer (each within 2 seconds). After SIGTERM the API answers 503 `draining` at once, while it still serves requests for `SHUTDOWN_DRAIN_MS`.',
       security: NO_SECURITY,
       responses: {
         '200': {
@@ -28,9 +29,17 @@ export const opsPaths: Record<string, OpenApiObject> = {
           content: { 'application/json': { schema: schema('Readiness'), example: { status: 'ready', checks: { database: 'ok', redis: 'ok' } } } },
         },
         '503': {
-          description: 'Not ready: a dependency did not answer.',
+          description: 'Not ready: a dependency did not answer, or the process is shutting down.',
           headers: headers(...BASE_HEADERS),
-          content: { 'application/json': { schema: schema('Readiness'), example: { status: 'not_ready', checks: { database: 'ok', redis: 'unavailable' } } } },
+          content: {
+            'application/json': {
+              schema: { oneOf: [schema('Readiness'), schema('Draining')] },
+              examples: {
+                not_ready: { value: { status: 'not_ready', checks: { database: 'ok', redis: 'unavailable' } } },
+                draining: { value: { status: 'draining' } },
+              },
+            },
+          },
         },
       },
     },

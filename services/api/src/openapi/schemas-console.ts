@@ -202,6 +202,12 @@ export const consoleSchemas: Record<string, OpenApiObject> = {
     required: ['status'],
     properties: { status: { const: 'ok' } },
   },
+  Draining: {
+    type: 'object',
+    description: 'Readiness while the API shuts down: load balancers should stop sending.',
+    required: ['status'],
+    properties: { status: { type: 'string', enum: ['draining'] } },
+  },
   Readiness: {
     type: 'object',
     required: ['status', 'checks'],
