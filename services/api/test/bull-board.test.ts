@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { TASK_QUEUES, WEBHOOK_QUEUE } from '@taskapi/queue';
-import { ADMIN_DISABLED } from '../src/http/admin-auth';
+import { API_ERRORS } from '../src/errors';
 import { BULL_BOARD_CSP, withoutForeignAssets } from '../src/routes/self-contained-board-adapter';
 import { startApi, type TestApi } from './support/harness';
 
@@ -131,7 +131,7 @@ describe('Bull Board without operator credentials', () => {
     try {
       const res = await api.req('GET', '/admin/queues');
       expect(res.status).toBe(403);
-      expect(res.body.message).toBe(ADMIN_DISABLED);
+      expect(res.body.message).toBe(API_ERRORS.OPERATOR_LOGIN_DISABLED.message);
       expect((await api.req('GET', '/admin/queues/api/queues')).status).toBe(403);
     } finally {
       await api.close();

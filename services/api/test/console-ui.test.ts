@@ -12,7 +12,7 @@ import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
 import { waitFor } from '@taskapi/testing';
 import { CONSOLE_CSP } from '../src/console/pages';
-import { SESSION_ONLY } from '../src/http/session-auth';
+import { API_ERRORS } from '../src/errors';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type TestAccount, type TestApi } from './support/harness';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -355,7 +355,7 @@ describe('console pages in a real browser', () => {
     const paidKey = secrets.find((s) => s.startsWith('sk-live-'))!;
     for (const p of ['/api/console/tasks', `/api/console/tasks/${paidTaskId}`, `/api/console/tasks/${paidTaskId}/files/image.png`]) {
       const withApiKey = await api.req('GET', p, { headers: withKey(paidKey) });
-      expect({ p, status: withApiKey.status, body: withApiKey.body }).toEqual({ p, status: 401, body: { message: SESSION_ONLY } });
+      expect({ p, status: withApiKey.status, body: withApiKey.body }).toEqual({ p, status: 401, body: { message: API_ERRORS.SESSION_ONLY.message } });
       const both = await api.req('GET', p, { headers: { ...withKey(paidKey), ...account.auth } });
       expect({ p, status: both.status }).toEqual({ p, status: 401 });
       expect((await api.req('GET', p, { headers: account.auth })).status).toBe(200);

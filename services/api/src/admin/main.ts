@@ -3,7 +3,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '@taskapi/config';
 import { createDatabase } from '@taskapi/db';
-import { HttpError } from '../http/errors';
 import { addCredits, createAccount, grantTrial } from '../domain/accounts';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
@@ -110,7 +109,7 @@ run(process.argv.slice(2)).then(
       process.stderr.write(`error: ${err.message}\n\n${USAGE}\n`);
       process.exit(2);
     }
-    const message = err instanceof HttpError ? err.message : err instanceof Error ? err.message : String(err);
+    const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`error: ${message}\n`);
     process.exit(1);
   },

@@ -2,7 +2,7 @@ import type { PrismaClient } from '@taskapi/db';
 import { isUniqueViolation } from '@taskapi/db';
 import { encryptSecret, generateWebhookSecret, hashPassword, webhookSecretContext } from '@taskapi/crypto';
 import { newId } from '@taskapi/ids';
-import { badRequest, conflict, notFound } from '../http/errors';
+import { ApiError } from '../errors';
 
 // Deliberately simple: one @, no spaces, a dot in the domain. Deliverability is the operator's job.
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -12,7 +12,7 @@ export const MAX_PASSWORD_LENGTH = 1024;
 /** Lower-cased, trimmed e-mail, or a 400 when it is not an address. */
 export function normalizeEmail(email: string): string {
   const e = email.trim().toLowerCase();
-  if (e.length > 254 || !EMAIL_PATTERN.test(e)) throw badRequest('email must be a valid e-mail address.');
+  if (e.length > 254 || !EMAIL_PATTERN.test(e)) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'email', problem: 'must be a valid e-mail address' } });
   return e;
 }
 
@@ -29,11 +29,13 @@ export async function createAccount(
 ): Promise<CreatedAccount> {
   const email = normalizeEmail(input.email);
   const credits = input.credits ?? 0;
-  if (!Number.isSafeInteger(credits) || credits < 0) throw badRequest('credits must be a whole number of at least 0.');
+  if (!Number.isSafeInteger(credits) || credits < 0) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'credits', problem: 'must be a whole number of at least 0' } });
   let passwordHash: string;
   if ('password' in input) {
     if (input.password.length < MIN_PASSWORD_LENGTH || input.password.length > MAX_PASSWORD_LENGTH) {
-      throw badRequest(`password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`);
+      throw new ApiError('INVALID_ARGUMENT', {
+        params: { name: 'password', problem: `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters` },
+      });
     }
     passwordHash = await hashPassword(input.password);
   } else {
@@ -54,7 +56,7 @@ export async function createAccount(
       if (credits > 0) await tx.creditLedgerEntry.create({ data: { accountId: id, entryType: 'topup', amount: credits } });
     });
   } catch (err) {
-    if (isUniqueViolation(err)) throw conflict('An account with this e-mail already exists.');
+    if (isUniqueViolation(err)) throw new ApiError('ACCOUNT_EXISTS');
     throw err;
   }
   return { account_id: id, email, paid_balance: credits };
@@ -62,13 +64,13 @@ export async function createAccount(
 
 async function accountIdByEmail(prisma: PrismaClient, email: string): Promise<string> {
   const account = await prisma.account.findUnique({ where: { email: normalizeEmail(email) }, select: { id: true } });
-  if (!account) throw notFound('No account with this e-mail.');
+  if (!account) throw new ApiError('ACCOUNT_NOT_FOUND');
   return account.id;
 }
 
 /** Adds paid credits (with a ledger row, in one transaction); returns the new balance. */
 export async function addCredits(prisma: PrismaClient, email: string, amount: number): Promise<{ paid_balance: number }> {
-  if (!Number.isSafeInteger(amount) || amount < 1) throw badRequest('amount must be a whole number of at least 1.');
+  if (!Number.isSafeInteger(amount) || amount < 1) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'amount', problem: 'must be a whole number of at least 1' } });
   const accountId = await accountIdByEmail(prisma, email);
   return prisma.$transaction(async (tx) => {
     const account = await tx.account.update({
@@ -88,9 +90,9 @@ export async function grantTrial(
   quota: number,
   expiresAt: Date,
 ): Promise<{ grant_id: string; quota: number; expires_at: string }> {
-  if (!Number.isSafeInteger(quota) || quota < 1) throw badRequest('quota must be a whole number of at least 1.');
-  if (Number.isNaN(expiresAt.getTime())) throw badRequest('expires_at must be a valid date.');
-  if (expiresAt.getTime() <= Date.now()) throw badRequest('expires_at must be in the future.');
+  if (!Number.isSafeInteger(quota) || quota < 1) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'quota', problem: 'must be a whole number of at least 1' } });
+  if (Number.isNaN(expiresAt.getTime())) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'expires_at', problem: 'must be a valid date' } });
+  if (expiresAt.getTime() <= Date.now()) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'expires_at', problem: 'must be in the future' } });
   const accountId = await accountIdByEmail(prisma, email);
   const id = newId('grant');
   await prisma.$transaction(async (tx) => {

@@ -4,16 +4,8 @@ import type { PrismaClient, Prisma } from '@taskapi/db';
 import { isUniqueViolation } from '@taskapi/db';
 import { decryptSecret, encryptSecret, generateApiKey, type ApiKeyType } from '@taskapi/crypto';
 import { newId } from '@taskapi/ids';
-import { HttpError, conflict, notFound, unprocessable } from '../http/errors';
+import { ApiError } from '../errors';
 import { announceRevocation } from './key-revocation';
-
-export const KEY_NOT_FOUND = 'API key not found.';
-export const GRANT_NOT_FOUND = 'Trial grant not found.';
-export const GRANT_EXPIRED = 'This trial grant has expired.';
-export const GRANT_EXHAUSTED = 'This trial grant has no remaining quota.';
-export const GRANT_ALREADY_BOUND = 'This trial grant already has an active key. Revoke or reissue that key instead.';
-export const KEY_NOT_ACTIVE = 'Only active keys can be revealed.';
-export const KEY_REVOKED_NO_REISSUE = 'This key is revoked; create a new key instead.';
 
 /** A key as the console API shows it: never the plaintext. */
 export interface KeyView {
@@ -89,9 +81,9 @@ type Tx = Prisma.TransactionClient;
 
 async function usableGrant(tx: Tx, accountId: string, grantId: string): Promise<void> {
   const grant = await tx.trialGrant.findFirst({ where: { id: grantId, accountId }, select: { expiresAt: true, quotaRemaining: true } });
-  if (!grant) throw notFound(GRANT_NOT_FOUND);
-  if (grant.expiresAt.getTime() <= Date.now()) throw unprocessable(GRANT_EXPIRED);
-  if (grant.quotaRemaining <= 0) throw unprocessable(GRANT_EXHAUSTED);
+  if (!grant) throw new ApiError('GRANT_NOT_FOUND');
+  if (grant.expiresAt.getTime() <= Date.now()) throw new ApiError('GRANT_EXPIRED');
+  if (grant.quotaRemaining <= 0) throw new ApiError('GRANT_EXHAUSTED');
 }
 
 async function insertKey(
@@ -119,7 +111,7 @@ async function insertKey(
     return { record, plaintext: generated.plaintext };
   } catch (err) {
     // The partial unique index: at most one unrevoked key per grant, whatever the concurrency.
-    if (isUniqueViolation(err)) throw conflict(GRANT_ALREADY_BOUND);
+    if (isUniqueViolation(err)) throw new ApiError('GRANT_ALREADY_BOUND');
     throw err;
   }
 }
@@ -148,7 +140,7 @@ export async function createKey(
 
 async function findKey(prisma: PrismaClient | Tx, accountId: string, keyId: string): Promise<KeyRecord> {
   const key = await prisma.apiKey.findFirst({ where: { id: keyId, accountId }, select: keySelect });
-  if (!key) throw notFound(KEY_NOT_FOUND);
+  if (!key) throw new ApiError('KEY_NOT_FOUND');
   return key;
 }
 
@@ -172,9 +164,9 @@ export async function reissueKey(
   const { old, created } = await deps.prisma.$transaction(async (tx) => {
     // Lock the row so two concurrent reissues of one key cannot both succeed.
     const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM api_keys WHERE id = ${keyId} AND account_id = ${accountId} FOR UPDATE`;
-    if (locked.length === 0) throw notFound(KEY_NOT_FOUND);
+    if (locked.length === 0) throw new ApiError('KEY_NOT_FOUND');
     const current = await findKey(tx, accountId, keyId);
-    if (current.revokedAt) throw conflict(KEY_REVOKED_NO_REISSUE);
+    if (current.revokedAt) throw new ApiError('KEY_REVOKED_NO_REISSUE');
     if (current.grantId) await usableGrant(tx, accountId, current.grantId);
     const revoked = await tx.apiKey.update({ where: { id: keyId }, data: { revokedAt: new Date() }, select: keySelect });
     const replacement = await insertKey(tx, deps.secretsKey, accountId, current.type, current.grantId);
@@ -195,8 +187,8 @@ export async function revealKey(
     where: { id: keyId, accountId },
     select: { ...keySelect, keyCiphertext: true },
   });
-  if (!key) throw notFound(KEY_NOT_FOUND);
-  if (keyStatus(key) !== 'active') throw new HttpError(409, KEY_NOT_ACTIVE);
+  if (!key) throw new ApiError('KEY_NOT_FOUND');
+  if (keyStatus(key) !== 'active') throw new ApiError('KEY_NOT_ACTIVE');
   const plaintext = decryptSecret(deps.secretsKey, key.keyCiphertext, keyContext(key.id));
   await deps.prisma.apiKeyReveal.create({
     data: { apiKeyId: key.id, accountId, ip: audit.ip?.slice(0, 100), userAgent: audit.userAgent?.slice(0, 500) },

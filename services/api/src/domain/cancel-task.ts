@@ -1,12 +1,9 @@
 import type pg from 'pg';
 import { finishTaskAndRecord, TaskStatus, type MarkerRedis } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
-import { HttpError } from '../http/errors';
+import { ApiError } from '../errors';
 import { getTask } from './task-queries';
 import type { TaskRow } from './task-view';
-
-export const TASK_NOT_FOUND = 'Task not found.';
-export const TASK_ALREADY_FINISHED = 'Task is already finished.';
 
 /**
  * Cancels a queued or processing task: status 40 and a full refund in one statement, no webhook.
@@ -15,7 +12,7 @@ export const TASK_ALREADY_FINISHED = 'Task is already finished.';
 export async function cancelTask(deps: { pool: pg.Pool; redis: MarkerRedis }, accountId: string, publicId: string): Promise<TaskRow> {
   const finished = await finishTaskAndRecord(deps.pool, deps.redis, publicId, accountId, { status: TaskStatus.cancelled }, newId('delivery'));
   const row = await getTask(deps.pool, accountId, publicId);
-  if (!row) throw new HttpError(404, TASK_NOT_FOUND);
-  if (!finished) throw new HttpError(409, TASK_ALREADY_FINISHED);
+  if (!row) throw new ApiError('TASK_NOT_FOUND');
+  if (!finished) throw new ApiError('TASK_ALREADY_FINISHED');
   return row;
 }

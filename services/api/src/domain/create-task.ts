@@ -2,16 +2,12 @@ import type pg from 'pg';
 import { newId } from '@taskapi/ids';
 import { TaskStatus } from '@taskapi/domain';
 import { sha256Hex } from '@taskapi/crypto';
-import { HttpError, conflict } from '../http/errors';
-import type { KeyPrincipal } from '../http/request-context';
-import { TRIAL_KEY_EXPIRED } from '../http/api-key-auth';
+import { ApiError } from '../errors';
+import type { KeyPrincipal } from './principal';
 import { Batcher } from '../infra/batcher';
 import type { TaskDraft } from './task-input';
 import type { TaskRow } from './task-view';
 import { getTaskById } from './task-queries';
-
-export const INSUFFICIENT_CREDITS = 'Insufficient credits.';
-export const IDEMPOTENCY_KEY_REUSED = 'This Idempotency-Key was already used with a different request.';
 
 // The charge and the inserts happen in the `create_tasks` function (migration
 // 20261122000000_create_tasks_function): one call charges one payer for a batch of creations.
@@ -221,7 +217,7 @@ export class TaskCreator {
     });
     const found = rows[0];
     if (!found) return null;
-    if (found.fingerprint !== req.fingerprint) throw conflict(IDEMPOTENCY_KEY_REUSED);
+    if (found.fingerprint !== req.fingerprint) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
     const task = await getTaskById(this.pool, found.task_id);
     if (!task) return null;
     // The replay is the first response again: the task as it was created.
@@ -231,12 +227,12 @@ export class TaskCreator {
     };
   }
 
-  private async refusal(creation: Creation, decision: Decision): Promise<HttpError> {
+  private async refusal(creation: Creation, decision: Decision): Promise<ApiError> {
     const { principal, cost } = creation;
     if (decision.grantExpired) {
       const prefixes = await this.activeTrialPrefixes(principal.accountId, principal.keyId);
-      return new HttpError(401, TRIAL_KEY_EXPIRED, { active_key_prefixes: prefixes });
+      return new ApiError('TRIAL_KEY_EXPIRED', { fields: { active_key_prefixes: prefixes } });
     }
-    return new HttpError(402, INSUFFICIENT_CREDITS, { required: cost, available: decision.available });
+    return new ApiError('INSUFFICIENT_CREDITS', { fields: { required: cost, available: decision.available } });
   }
 }

@@ -1,10 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { PrismaClient } from '@taskapi/db';
 import { hashPassword, sha256Hex, verifyPassword } from '@taskapi/crypto';
-import { HttpError, ServiceUnavailableError } from '../http/errors';
-
-export const INVALID_CREDENTIALS = 'Invalid email or password.';
-export const TOO_MANY_LOGIN_ATTEMPTS = 'Too many login attempts. Try again later.';
+import { ApiError, unavailable } from '../errors';
 
 const WINDOW_SECONDS = 15 * 60;
 
@@ -42,15 +39,14 @@ export async function checkLogin(
       .ttl(emailKey)
       .exec();
   } catch (err) {
-    throw new ServiceUnavailableError('redis', err);
+    throw unavailable('redis', err);
   }
-  if (!results) throw new ServiceUnavailableError('redis');
+  if (!results) throw unavailable('redis');
   const ipCount = Number(results[0]?.[1]);
   const ipTtl = Number(results[2]?.[1]);
   const emailFailures = Number(results[3]?.[1] ?? 0);
   const emailTtl = Number(results[4]?.[1]);
-  const limited = (ttl: number) =>
-    new HttpError(429, TOO_MANY_LOGIN_ATTEMPTS, { retry_after: Math.max(1, ttl) }, { 'Retry-After': String(Math.max(1, ttl)) });
+  const limited = (ttl: number) => new ApiError('TOO_MANY_LOGIN_ATTEMPTS', { fields: { retry_after: Math.max(1, ttl) } });
   if (ipCount > deps.limits.maxAttemptsPerIp) throw limited(ipTtl);
   if (emailFailures >= deps.limits.maxFailuresPerEmail) throw limited(emailTtl);
 
@@ -62,7 +58,7 @@ export async function checkLogin(
   const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash));
   if (!account || !ok) {
     await deps.redis.multi().incr(emailKey).expire(emailKey, WINDOW_SECONDS, 'NX').exec().catch(() => undefined);
-    throw new HttpError(401, INVALID_CREDENTIALS);
+    throw new ApiError('INVALID_CREDENTIALS');
   }
   await deps.redis.del(emailKey).catch(() => undefined);
   return { accountId: account.id, email: account.email };

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { randomBase62 } from '@taskapi/crypto';
 import type { RateLimitPolicy } from '@taskapi/config';
-import { ServiceUnavailableError } from '../http/errors';
+import { unavailable } from '../errors';
 import { taskStatusMarkerKey } from '@taskapi/domain';
 import { revokedMarkerKey } from './key-revocation';
 
@@ -146,7 +146,7 @@ export class RateLimiter {
         `${this.tag}:${++this.seq}`,
       );
     } catch (err) {
-      throw new ServiceUnavailableError('redis', err);
+      throw unavailable('redis', err);
     }
     const [outcome, mrem, mres, drem, dres, retryAfter, taskStatus] = r as [number, number, number, number, number, number, number];
     if (outcome === -1) return { kind: 'revoked' };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { TaskKind } from '@taskapi/domain';
-import { badRequest } from '../http/errors';
+import { ApiError } from '../errors';
 import { jsonDepth, topLevelMemberText } from './json-member-text';
 
 /** Largest decoded `image_base64` (8 MiB). */
@@ -75,6 +75,8 @@ export interface ImageUpload {
   data: Buffer;
 }
 
+const invalidImage = (problem: string) => new ApiError('INVALID_FIELD', { params: { name: 'image_base64', problem } });
+
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const DATA_URL = /^data:image\/(?:png|jpeg|jpg);base64,/i;
 
@@ -82,18 +84,18 @@ const DATA_URL = /^data:image\/(?:png|jpeg|jpg);base64,/i;
 export function decodeImageBase64(value: string): ImageUpload {
   const compact = value.replace(DATA_URL, '').replace(/[\r\n]/g, '');
   if (compact.length === 0 || compact.length % 4 === 1 || !BASE64.test(compact)) {
-    throw badRequest('Invalid field "image_base64": must be base64-encoded image data.');
+    throw invalidImage('must be base64-encoded image data');
   }
   if (Math.floor((compact.length * 3) / 4) - 2 > MAX_IMAGE_BYTES) {
-    throw badRequest('Invalid field "image_base64": the image must be at most 8 MiB.');
+    throw invalidImage('the image must be at most 8 MiB');
   }
   const data = Buffer.from(compact, 'base64');
-  if (data.length > MAX_IMAGE_BYTES) throw badRequest('Invalid field "image_base64": the image must be at most 8 MiB.');
+  if (data.length > MAX_IMAGE_BYTES) throw invalidImage('the image must be at most 8 MiB');
   if (data.length >= 8 && data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
     return { contentType: 'image/png', data };
   }
   if (data.length >= 3 && data[0] === 0xff && data[1] === 0xd8 && data[2] === 0xff) return { contentType: 'image/jpeg', data };
-  throw badRequest('Invalid field "image_base64": must be a JPEG or PNG image.');
+  throw invalidImage('must be a JPEG or PNG image');
 }
 
 /** The validated request, ready to store. */
@@ -122,10 +124,10 @@ export function draftTask(kind: TaskKind, body: Record<string, unknown>, rawBody
   if (payload !== undefined && payload !== null) {
     payloadText = topLevelMemberText(rawBody, 'payload') ?? JSON.stringify(payload);
     if (Buffer.byteLength(payloadText) > MAX_PAYLOAD_BYTES) {
-      throw badRequest(`Invalid field "payload": must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON.`);
+      throw new ApiError('INVALID_FIELD', { params: { name: 'payload', problem: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON` } });
     }
     if (jsonDepth(payloadText) > MAX_PAYLOAD_DEPTH) {
-      throw badRequest(`Invalid field "payload": must be nested at most ${MAX_PAYLOAD_DEPTH} levels deep.`);
+      throw new ApiError('INVALID_FIELD', { params: { name: 'payload', problem: `must be nested at most ${MAX_PAYLOAD_DEPTH} levels deep` } });
     }
   }
   let upload: ImageUpload | null = null;

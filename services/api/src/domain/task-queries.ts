@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { TaskKind } from '@taskapi/domain';
-import { badRequest } from '../http/errors';
+import { ApiError } from '../errors';
 import type { TaskRow } from './task-view';
 
 export const TASK_COLUMNS = `id, public_id, kind, status, error_code, input::text AS input, payload::text AS payload,
@@ -48,7 +48,7 @@ export async function listTasks(
       text: 'SELECT id FROM tasks WHERE public_id = $1 AND account_id = $2',
       values: [q.cursor, accountId],
     });
-    if (!rows[0]) throw badRequest('Invalid parameter "cursor": no such position; use next_cursor from a previous page.');
+    if (!rows[0]) throw new ApiError('UNKNOWN_CURSOR');
     values.push(rows[0].id);
     where.push(`id < $${values.length}`);
     name += '-after';

@@ -1,10 +1,7 @@
 import type pg from 'pg';
 import type { Logger } from '@taskapi/logger';
 import type { WebhookQueue } from '@taskapi/queue';
-import { HttpError } from '../http/errors';
-
-export const DELIVERY_NOT_FOUND = 'Delivery not found.';
-export const DELIVERY_PENDING = 'Delivery is still pending; wait for its next attempt or for it to finish.';
+import { ApiError } from '../errors';
 
 export interface AttemptView {
   attempt_number: number;
@@ -106,8 +103,8 @@ export async function resendDelivery(
     values: [deliveryId, accountId],
   });
   const row = rows[0];
-  if (!row) throw new HttpError(404, DELIVERY_NOT_FOUND);
-  if (row.attempt_count === null) throw new HttpError(409, DELIVERY_PENDING);
+  if (!row) throw new ApiError('DELIVERY_NOT_FOUND');
+  if (row.attempt_count === null) throw new ApiError('DELIVERY_PENDING');
   try {
     await deps.webhooks.enqueueAttempt(deliveryId, row.attempt_count + 1, 0);
   } catch (err) {
@@ -115,7 +112,7 @@ export async function resendDelivery(
     deps.logger.warn('resend not enqueued; the sweeper will send it', { delivery_id: deliveryId, error: (err as Error).message });
   }
   const view = await getDelivery(deps.pool, accountId, deliveryId);
-  if (!view) throw new HttpError(404, DELIVERY_NOT_FOUND);
+  if (!view) throw new ApiError('DELIVERY_NOT_FOUND');
   return view;
 }
 

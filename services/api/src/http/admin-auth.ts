@@ -2,9 +2,7 @@ import type { RequestHandler } from 'express';
 import type { Config } from '@taskapi/config';
 import { safeEqual } from '@taskapi/crypto';
 import type { Logger } from '@taskapi/logger';
-
-export const ADMIN_DISABLED = 'Bull Board is disabled: set ADMIN_USER and ADMIN_PASSWORD.';
-export const ADMIN_CREDENTIALS_REQUIRED = 'Operator credentials required.';
+import { ApiError } from '../errors';
 
 /**
  * Operator basic auth for `/admin/*`. Always required: the login is `ADMIN_USER`/`ADMIN_PASSWORD`,
@@ -15,7 +13,7 @@ export function adminAuth(config: Config, logger: Logger, mountPath: string): Re
   const admin = config.admin;
   if (!admin) {
     logger.warn(`Bull Board at ${mountPath} is disabled: ADMIN_USER and ADMIN_PASSWORD are not set`);
-    return (_req, res) => void res.status(403).json({ message: ADMIN_DISABLED });
+    return (_req, _res, next) => next(new ApiError('OPERATOR_LOGIN_DISABLED'));
   }
   if (admin.generatedIn) {
     // The file, never the password: log lines end up in shared log stores.
@@ -28,6 +26,6 @@ export function adminAuth(config: Config, logger: Logger, mountPath: string): Re
     const given = req.get('authorization') ?? '';
     if (safeEqual(given, expected)) return next();
     res.setHeader('WWW-Authenticate', 'Basic realm="Task API operators", charset="UTF-8"');
-    res.status(401).json({ message: ADMIN_CREDENTIALS_REQUIRED });
+    next(new ApiError('OPERATOR_LOGIN_REQUIRED'));
   };
 }

@@ -1,17 +1,11 @@
 import type { RequestHandler } from 'express';
 import { parseApiKey } from '@taskapi/crypto';
 import type { Config } from '@taskapi/config';
-import { HttpError } from './errors';
+import { ApiError } from '../errors';
 import { locals } from './request-context';
 import type { ApiKeyVerifier } from '../domain/verify-api-key';
 import { policyHeader, rateLimitHeader, type RateLimiter } from '../domain/rate-limit';
 import type { ApiMetrics } from '../infra/metrics';
-
-// Exact messages promised to customers (DESIGN §3, §6).
-export const API_KEY_REQUIRED = 'API key required.';
-export const INVALID_API_KEY = 'Invalid API key.';
-export const TRIAL_KEY_EXPIRED = 'This trial API key has expired.';
-export const RATE_LIMIT_EXCEEDED = 'Rate limit exceeded.';
 
 /** `/{public_id}` and `/{public_id}/files/...` below the task router's mount point. */
 const TASK_READ_PATH = /^\/(task_[A-Za-z0-9]{22})(?:\/|$)/;
@@ -31,15 +25,15 @@ export function apiKeyAuth(deps: {
 
   return async (req, res, next) => {
     const value = req.get('x-api-key')?.trim();
-    if (!value) throw new HttpError(401, API_KEY_REQUIRED);
+    if (!value) throw new ApiError('API_KEY_REQUIRED');
     const parsed = parseApiKey(value);
-    if (!parsed) throw new HttpError(401, INVALID_API_KEY);
+    if (!parsed) throw new ApiError('INVALID_API_KEY');
     const key = await verifier.lookup(parsed.hash);
-    if (!key || key.revoked || key.type !== parsed.type) throw new HttpError(401, INVALID_API_KEY);
+    if (!key || key.revoked || key.type !== parsed.type) throw new ApiError('INVALID_API_KEY');
 
     if (key.type === 'trial' && (key.grantExpiresAt === null || key.grantExpiresAt <= Date.now())) {
       const prefixes = await verifier.activeTrialPrefixes(key.accountId, key.id);
-      throw new HttpError(401, TRIAL_KEY_EXPIRED, { active_key_prefixes: prefixes });
+      throw new ApiError('TRIAL_KEY_EXPIRED', { fields: { active_key_prefixes: prefixes } });
     }
 
     const policy = config.rateLimits[key.type];
@@ -49,18 +43,13 @@ export function apiKeyAuth(deps: {
     if (outcome.kind === 'revoked') {
       // Revoked on another replica a moment ago; its pub/sub message has not arrived here yet.
       verifier.evict(parsed.hash);
-      throw new HttpError(401, INVALID_API_KEY);
+      throw new ApiError('INVALID_API_KEY');
     }
     res.setHeader('RateLimit-Policy', policies[key.type]);
     if (outcome.kind === 'limited') {
       metrics.rateLimited.inc({ key_type: key.type, window: outcome.window });
       res.setHeader('RateLimit', `"${outcome.window}";r=0;t=${outcome.retryAfter}`);
-      throw new HttpError(
-        429,
-        RATE_LIMIT_EXCEEDED,
-        { limit: outcome.limit, window: outcome.window, retry_after: outcome.retryAfter },
-        { 'Retry-After': String(outcome.retryAfter) },
-      );
+      throw new ApiError('RATE_LIMITED', { fields: { limit: outcome.limit, window: outcome.window, retry_after: outcome.retryAfter } });
     }
     res.setHeader('RateLimit', rateLimitHeader(outcome.state));
 

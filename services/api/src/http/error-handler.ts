@@ -1,12 +1,11 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '@taskapi/logger';
-import { HttpError, ServiceUnavailableError } from './errors';
+import { ApiError, unavailable } from '../errors';
 import { locals } from './request-context';
 
 interface BodyParserError extends Error {
   type?: string;
   status?: number;
-  expose?: boolean;
   limit?: number;
 }
 
@@ -21,55 +20,62 @@ function isDatabaseUnavailable(err: unknown): boolean {
   return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message);
 }
 
-function fromBodyParser(err: BodyParserError): HttpError | null {
+function fromBodyParser(err: BodyParserError): ApiError | null {
   switch (err.type) {
     case 'entity.parse.failed':
-      return new HttpError(400, 'Malformed JSON body.');
+      return new ApiError('MALFORMED_JSON');
     case 'entity.too.large':
-      return new HttpError(413, `Request body too large (limit ${err.limit ?? 'exceeded'} bytes).`);
+      return new ApiError('BODY_TOO_LARGE', { params: { limit: err.limit } });
     case 'encoding.unsupported':
     case 'charset.unsupported':
-      return new HttpError(415, 'Unsupported body encoding; send UTF-8 JSON.');
+      return new ApiError('UNSUPPORTED_ENCODING');
     case 'request.aborted':
     case 'request.size.invalid':
     case 'stream.encoding.set':
-      return new HttpError(400, 'The request body could not be read.');
+      return new ApiError('BODY_UNREADABLE');
     default:
       return null;
   }
 }
 
-/** One place that turns every error into a JSON response; unknown errors are logged and become 500. */
+/** The error as one of the API's codes, or null when it is a bug. */
+function classify(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err;
+  if (err instanceof Error && 'type' in err) {
+    const fromParser = fromBodyParser(err as BodyParserError);
+    if (fromParser) return fromParser;
+  }
+  if (isDatabaseUnavailable(err)) return unavailable('database', err);
+  const status = err instanceof Error ? (err as BodyParserError).status : undefined;
+  // Errors Express raises itself for a bad request (an undecodable path parameter, a bad Range).
+  if (typeof status === 'number' && status >= 400 && status < 500) return new ApiError('MALFORMED_REQUEST', { status });
+  return null;
+}
+
+/**
+ * The one place that knows how errors become HTTP: an `ApiError` answers with its code's status,
+ * message and fields (plus `Retry-After` when it has one); anything else is logged and becomes 500.
+ */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
     }
-    let httpError: HttpError | null = null;
-    if (err instanceof HttpError) httpError = err;
-    else if (err instanceof Error && 'type' in err) httpError = fromBodyParser(err as BodyParserError);
-    if (!httpError && isDatabaseUnavailable(err)) httpError = new ServiceUnavailableError('database', err);
-    if (!httpError && err instanceof Error) {
-      const status = (err as BodyParserError).status;
-      // Errors Express raises itself for a bad request (e.g. an undecodable path parameter).
-      if (typeof status === 'number' && status >= 400 && status < 500) httpError = new HttpError(status, 'Malformed request.');
-    }
-
     const requestId = locals(res).requestId;
-    if (!httpError) {
+    const error = classify(err) ?? new ApiError('INTERNAL', { cause: err });
+    if (error.code === 'INTERNAL') {
       logger.error('unhandled error', { request_id: requestId, method: req.method, path: req.path, error: err });
-      res.status(500).json({ message: 'Internal server error.' });
-      return;
+    } else if (error.code === 'SERVICE_UNAVAILABLE') {
+      const { dependency, error: cause } = error.cause as { dependency: string; error: unknown };
+      logger.error('dependency unavailable', { request_id: requestId, dependency, error: cause });
     }
-    if (httpError instanceof ServiceUnavailableError) {
-      logger.error('dependency unavailable', { request_id: requestId, dependency: httpError.dependency, error: httpError.cause });
-    }
-    for (const [name, value] of Object.entries(httpError.headers)) res.setHeader(name, value);
-    res.status(httpError.status).json(httpError.body());
+    const retryAfter = error.retryAfter;
+    if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
+    res.status(error.status).json(error.body());
   };
 }
 
 export const notFoundHandler: RequestHandler = (_req, _res, next) => {
-  next(new HttpError(404, 'Not found.'));
+  next(new ApiError('NOT_FOUND'));
 };

@@ -1,23 +1,7 @@
 import type { Response } from 'express';
+import type { KeyPrincipal, SessionPrincipal } from '../domain/principal';
 
-/** What the API-key middleware learned about the caller. */
-export interface KeyPrincipal {
-  keyId: string;
-  accountId: string;
-  type: 'paid' | 'trial';
-  grantId: string | null;
-  keyPrefix: string;
-}
-
-/** What the session middleware learned about the caller. */
-export interface SessionPrincipal {
-  accountId: string;
-  email: string;
-  tokenId: string;
-  expiresAt: number;
-  /** True when the session came from the cookie (state changes need a same-origin check). */
-  viaCookie: boolean;
-}
+export type { KeyPrincipal, SessionPrincipal };
 
 /** Per-request values, kept in `res.locals` with these names. */
 export interface RequestLocals {

@@ -1,13 +1,8 @@
 import type { Request, RequestHandler } from 'express';
 import type { PrismaClient } from '@taskapi/db';
-import { HttpError, ServiceUnavailableError } from './errors';
+import { ApiError, unavailable } from '../errors';
 import { locals } from './request-context';
 import type { SessionService } from '../domain/sessions';
-
-// Exact messages promised to customers (DESIGN §3).
-export const SESSION_ONLY = 'This endpoint requires a login session. API keys are not accepted.';
-export const LOGIN_REQUIRED = 'Login required.';
-export const CROSS_SITE_REFUSED = 'Cross-site request refused.';
 
 export const SESSION_COOKIE = 'session';
 
@@ -51,32 +46,32 @@ export function isSameOrigin(req: Request, publicBaseUrl: string): boolean {
  */
 export function sessionAuth(deps: { sessions: SessionService; prisma: PrismaClient; publicBaseUrl: string }): RequestHandler {
   return async (req, res, next) => {
-    if (req.get('x-api-key') !== undefined) throw new HttpError(401, SESSION_ONLY);
+    if (req.get('x-api-key') !== undefined) throw new ApiError('SESSION_ONLY');
     const authorization = req.get('authorization');
     let token: string | undefined;
     let viaCookie = false;
     if (authorization !== undefined) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-      if (!m) throw new HttpError(401, LOGIN_REQUIRED);
+      if (!m) throw new ApiError('LOGIN_REQUIRED');
       token = m[1];
     } else {
       token = readCookie(req, SESSION_COOKIE);
       viaCookie = token !== undefined;
     }
-    if (!token || token.length > 4096) throw new HttpError(401, LOGIN_REQUIRED);
+    if (!token || token.length > 4096) throw new ApiError('LOGIN_REQUIRED');
 
     let session;
     try {
       session = await deps.sessions.verify(token);
     } catch (err) {
-      throw new ServiceUnavailableError('redis', err);
+      throw unavailable('redis', err);
     }
-    if (!session) throw new HttpError(401, LOGIN_REQUIRED);
+    if (!session) throw new ApiError('LOGIN_REQUIRED');
     const account = await deps.prisma.account.findUnique({ where: { id: session.accountId }, select: { email: true } });
-    if (!account) throw new HttpError(401, LOGIN_REQUIRED);
+    if (!account) throw new ApiError('LOGIN_REQUIRED');
 
     if (viaCookie && !SAFE_METHODS.has(req.method) && !isSameOrigin(req, deps.publicBaseUrl)) {
-      throw new HttpError(403, CROSS_SITE_REFUSED);
+      throw new ApiError('CROSS_SITE_REFUSED');
     }
     locals(res).session = { ...session, email: account.email, viaCookie };
     next();

@@ -6,14 +6,12 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { TASK_KINDS, TASK_STATUSES } from '@taskapi/domain';
 import { isId } from '@taskapi/ids';
-import { TASK_NOT_FOUND } from '../domain/cancel-task';
 import { listTasks } from '../domain/task-queries';
 import { renderTask, taskFiles, type TaskRow } from '../domain/task-view';
-import { HttpError } from './errors';
+import { ApiError } from '../errors';
 import { locals } from './request-context';
 import { parseOrThrow } from './validation';
 
-export const FILE_NOT_FOUND = 'File not found.';
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 const listQuerySchema = z.strictObject({
@@ -48,14 +46,14 @@ export function sendJson(res: Response, status: number, body: string): void {
 
 /** The `publicId` path parameter; hostile or malformed ids never reach the database. */
 export function taskIdParam(res: Response, value: string | undefined): string {
-  if (!value || !isId('task', value)) throw new HttpError(404, TASK_NOT_FOUND);
+  if (!value || !isId('task', value)) throw new ApiError('TASK_NOT_FOUND');
   locals(res).publicId = value;
   return value;
 }
 
 /** `GET …/tasks/{publicId}`: the task JSON, or 404 `Task not found.` */
 export function sendTask(res: Response, row: TaskRow | null, base: string, filesRoot?: string): void {
-  if (!row) throw new HttpError(404, TASK_NOT_FOUND);
+  if (!row) throw new ApiError('TASK_NOT_FOUND');
   sendJson(res, 200, renderTask(row, base, filesRoot));
 }
 
@@ -78,9 +76,9 @@ export async function sendTaskList(
 
 /** Sends one of the task's files (`name` from its `files`), or 404 `Task not found.` / `File not found.` */
 export async function sendTaskFile(res: Response, filesDir: string, row: TaskRow | null, name: string | undefined): Promise<void> {
-  if (!row) throw new HttpError(404, TASK_NOT_FOUND);
+  if (!row) throw new ApiError('TASK_NOT_FOUND');
   const file = name && FILE_NAME.test(name) ? taskFiles(row).find((f) => f.name === name) : undefined;
-  if (!file) throw new HttpError(404, FILE_NOT_FOUND);
+  if (!file) throw new ApiError('FILE_NOT_FOUND');
   // Headers given to sendFile are only set when the file is actually sent.
   const headers = {
     'Content-Type': file.content_type,
@@ -91,7 +89,7 @@ export async function sendTaskFile(res: Response, filesDir: string, row: TaskRow
     res.sendFile(path.join(filesDir, row.public_id, file.name), { dotfiles: 'deny', headers }, (err) => {
       if (!err) resolve();
       else if (res.headersSent) resolve();
-      else if ((err as NodeJS.ErrnoException).code === 'ENOENT') reject(new HttpError(404, FILE_NOT_FOUND));
+      else if ((err as NodeJS.ErrnoException).code === 'ENOENT') reject(new ApiError('FILE_NOT_FOUND'));
       else reject(err);
     });
   });

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { HttpError } from './errors';
+import { ApiError } from '../errors';
 
 export interface FieldError {
   field: string;
@@ -29,10 +29,9 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, wha
   if (result.success) return result.data;
   const errors = describeIssues(result.error.issues);
   const first = errors[0];
-  const message = first
-    ? first.field === '(body)'
-      ? `${what} ${first.message.replace(/\.$/, '')}.`
-      : `Invalid ${what === 'Request body' ? 'field' : 'parameter'} "${first.field}": ${first.message.replace(/\.$/, '')}.`
-    : `${what} is invalid.`;
-  throw new HttpError(400, message, { errors });
+  const fields = { errors };
+  const problem = (first?.message ?? 'is invalid').replace(/\.$/, '');
+  if (!first || first.field === '(body)') throw new ApiError('INVALID_REQUEST', { params: { name: what, problem }, fields });
+  const code = what === 'Request body' ? 'INVALID_FIELD' : 'INVALID_PARAMETER';
+  throw new ApiError(code, { params: { name: first.field, problem }, fields });
 }

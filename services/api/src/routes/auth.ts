@@ -1,9 +1,9 @@
 import express, { Router, type CookieOptions, type Request } from 'express';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps';
-import { HttpError } from '../http/errors';
+import { ApiError } from '../errors';
 import { locals, sessionPrincipal } from '../http/request-context';
-import { CROSS_SITE_REFUSED, SESSION_COOKIE, SESSION_ONLY, isSameOrigin, sessionAuth } from '../http/session-auth';
+import { SESSION_COOKIE, isSameOrigin, sessionAuth } from '../http/session-auth';
 import { parseOrThrow } from '../http/validation';
 import { checkLogin } from '../domain/login';
 import { SESSION_TTL_SECONDS } from '../domain/sessions';
@@ -27,10 +27,10 @@ export function authRoutes(deps: ApiDeps): Router {
   const production = config.nodeEnv === 'production';
 
   router.post('/login', express.json({ limit: '16kb' }), async (req, res) => {
-    if (req.get('x-api-key') !== undefined) throw new HttpError(401, SESSION_ONLY);
+    if (req.get('x-api-key') !== undefined) throw new ApiError('SESSION_ONLY');
     // Browsers always announce where a form post comes from; refuse logins planted by other sites.
     if ((req.get('origin') || req.get('sec-fetch-site')) && !isSameOrigin(req, config.publicBaseUrl)) {
-      throw new HttpError(403, CROSS_SITE_REFUSED);
+      throw new ApiError('CROSS_SITE_REFUSED');
     }
     const body = parseOrThrow(loginSchema, req.body ?? undefined);
     const { accountId } = await checkLogin({ prisma: db.prisma, redis, limits: config.login }, body.email, body.password, req.ip ?? 'unknown');

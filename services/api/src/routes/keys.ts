@@ -2,10 +2,10 @@ import express, { Router, type Response } from 'express';
 import { z } from 'zod';
 import { isId } from '@taskapi/ids';
 import type { ApiDeps } from '../deps';
-import { HttpError } from '../http/errors';
+import { ApiError } from '../errors';
 import { sessionPrincipal } from '../http/request-context';
 import { parseOrThrow } from '../http/validation';
-import { KEY_NOT_FOUND, createKey, listKeys, reissueKey, revealKey, revokeKey, type ApiKeyDeps } from '../domain/api-keys';
+import { createKey, listKeys, reissueKey, revealKey, revokeKey, type ApiKeyDeps } from '../domain/api-keys';
 
 const createKeySchema = z.discriminatedUnion(
   'type',
@@ -22,7 +22,7 @@ const createKeySchema = z.discriminatedUnion(
 const listSchema = z.strictObject({ type: z.enum(['paid', 'trial'], { error: 'must be "paid" or "trial"' }).optional() });
 
 function keyIdParam(value: string | undefined): string {
-  if (!value || !isId('key', value)) throw new HttpError(404, KEY_NOT_FOUND);
+  if (!value || !isId('key', value)) throw new ApiError('KEY_NOT_FOUND');
   return value;
 }
 

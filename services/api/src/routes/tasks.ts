@@ -3,7 +3,7 @@ import { TASK_KINDS, type TaskKind } from '@taskapi/domain';
 import { taskJobId } from '@taskapi/queue';
 import type { ApiDeps } from '../deps';
 import { apiKeyAuth } from '../http/api-key-auth';
-import { HttpError, badRequest } from '../http/errors';
+import { ApiError } from '../errors';
 import { keyPrincipal, locals } from '../http/request-context';
 import { sendJson, sendTask, sendTaskFile, sendTaskList, taskIdParam } from '../http/task-responses';
 import { parseOrThrow } from '../http/validation';
@@ -33,7 +33,7 @@ function jsonBody(limit: number): RequestHandler {
   return (req, res, next) => {
     const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
     if (hasBody && !req.is('application/json')) {
-      next(new HttpError(415, 'Content-Type must be application/json.'));
+      next(new ApiError('CONTENT_TYPE_NOT_JSON'));
       return;
     }
     parse(req, res, next);
@@ -50,14 +50,14 @@ export function taskRoutes(deps: ApiDeps): Router {
     (kind: TaskKind): RequestHandler =>
     async (req, res) => {
       const principal = keyPrincipal(res);
-      if (req.body === undefined) throw badRequest('Request body must be a JSON object.');
+      if (req.body === undefined) throw new ApiError('INVALID_REQUEST', { params: { name: 'Request body', problem: 'must be a JSON object' } });
       const body = parseOrThrow(createTaskSchemas[kind], req.body) as Record<string, unknown>;
       const draft = draftTask(kind, body, locals(res).rawBody ?? JSON.stringify(req.body));
 
       let idempotency: IdempotencyRequest | undefined;
       const idempotencyKey = req.get('idempotency-key');
       if (idempotencyKey !== undefined) {
-        if (!IDEMPOTENCY_KEY.test(idempotencyKey)) throw badRequest('Idempotency-Key must be 1 to 255 printable ASCII characters.');
+        if (!IDEMPOTENCY_KEY.test(idempotencyKey)) throw new ApiError('INVALID_IDEMPOTENCY_KEY');
         idempotency = { key: idempotencyKey, fingerprint: requestFingerprint(kind, req.body) };
       }
 

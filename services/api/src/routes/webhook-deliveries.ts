@@ -2,10 +2,10 @@ import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { isId } from '@taskapi/ids';
 import type { ApiDeps } from '../deps';
-import { HttpError } from '../http/errors';
+import { ApiError } from '../errors';
 import { sessionPrincipal } from '../http/request-context';
 import { parseOrThrow } from '../http/validation';
-import { DELIVERY_NOT_FOUND, listDeliveries, resendDelivery } from '../domain/webhook-deliveries';
+import { listDeliveries, resendDelivery } from '../domain/webhook-deliveries';
 
 const listSchema = z.strictObject({
   public_id: z.string().max(64, { error: 'must be a task id' }).optional(),
@@ -30,7 +30,7 @@ export function webhookDeliveryRoutes(deps: ApiDeps, requireSession: RequestHand
 
   router.post('/:deliveryId/resend', async (req, res) => {
     const id = req.params.deliveryId;
-    if (!id || !isId('delivery', id)) throw new HttpError(404, DELIVERY_NOT_FOUND);
+    if (!id || !isId('delivery', id)) throw new ApiError('DELIVERY_NOT_FOUND');
     const delivery = await resendDelivery({ pool: deps.db.pool, webhooks: deps.webhooks, logger: deps.logger }, sessionPrincipal(res).accountId, id);
     res.status(202).json({ delivery });
   });

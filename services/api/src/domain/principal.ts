@@ -1,0 +1,20 @@
+/** Who is calling, as the authentication middleware established it. */
+
+/** A request authenticated by `X-Api-Key`. */
+export interface KeyPrincipal {
+  keyId: string;
+  accountId: string;
+  type: 'paid' | 'trial';
+  grantId: string | null;
+  keyPrefix: string;
+}
+
+/** A request authenticated by a console login session. */
+export interface SessionPrincipal {
+  accountId: string;
+  email: string;
+  tokenId: string;
+  expiresAt: number;
+  /** True when the session came from the cookie (state changes need a same-origin check). */
+  viaCookie: boolean;
+}
