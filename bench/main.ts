@@ -19,6 +19,7 @@ import { createDatabase } from '@taskapi/db';
 import { claimRedisDb, freePort, recreateDatabase, startHttpsReceiver, testCa, testEnv } from '@taskapi/testing';
 import { createAccount } from '../services/api/src/domain/accounts';
 import { createKey } from '../services/api/src/domain/api-keys';
+import { createRepositories } from '../services/api/src/repositories';
 import { measureStartup, measureWorkerStop, rssMb, serviceCommand, type Service } from './runtime-figures';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -166,8 +167,9 @@ async function main(): Promise<void> {
   });
   const config = loadConfig(env);
   const db = createDatabase({ url: BENCH_DB, poolSize: 2 });
-  const account = await createAccount(db.prisma, config.secretsKey, { email: 'bench@example.test', password: 'bench password', credits: 1_000_000_000 });
-  const { plaintext_key: key } = await createKey({ prisma: db.prisma, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' });
+  const repos = createRepositories(db);
+  const account = await createAccount(repos, config.secretsKey, { email: 'bench@example.test', password: 'bench password', credits: 1_000_000_000 });
+  const { plaintext_key: key } = await createKey({ keys: repos.keys, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' });
 
   const [apiCommand, apiArgs] = serviceCommand('api', 'built');
   const api = spawn(apiCommand, apiArgs, { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'inherit' });

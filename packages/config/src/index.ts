@@ -1,2 +1,3 @@
-export { loadConfig, loadDatabaseUrl, ConfigError } from './load-config';
+export { ConfigError } from './config-error';
+export { loadConfig, loadDatabaseUrl } from './load-config';
 export type { AdminCredentials, Config, RateLimitPolicy } from './load-config';

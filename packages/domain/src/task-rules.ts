@@ -1,6 +1,6 @@
-/** The task kinds, in the spelling used by URLs, queue names and the task JSON. */
-export const TASK_KINDS = ['video-generation', 'image-generation', 'face-detection'] as const;
-export type TaskKind = (typeof TASK_KINDS)[number];
+// The kinds are declared in the task-kinds catalog; re-exported here for the code that imports
+// its task vocabulary (kinds, statuses, error codes) from one place.
+export { TASK_KINDS, type TaskKind } from '@taskapi/task-kinds';
 
 /** Task status codes (spec). */
 export const TaskStatus = {

@@ -1,5 +1,5 @@
 import type { DefaultJobOptions } from 'bullmq';
-import { TASK_KINDS, type TaskKind } from '@taskapi/domain';
+import { perTaskKind } from '@taskapi/task-kinds';
 import { z } from 'zod';
 
 /** Task jobs carry only the id; the worker reloads the row and skips work already done. */
@@ -30,9 +30,9 @@ const taskJobOptions: DefaultJobOptions = {
 };
 
 /** One queue per task kind, so each kind scales with its own workers. */
-export const TASK_QUEUES = Object.fromEntries(
-  TASK_KINDS.map((kind) => [kind, { name: `{tasks-${kind}}`, schema: taskJobSchema, defaultJobOptions: taskJobOptions }]),
-) as Record<TaskKind, QueueDefinition<typeof taskJobSchema>>;
+export const TASK_QUEUES = perTaskKind(
+  (_definition, kind): QueueDefinition<typeof taskJobSchema> => ({ name: `{tasks-${kind}}`, schema: taskJobSchema, defaultJobOptions: taskJobOptions }),
+);
 
 export const WEBHOOK_QUEUE = {
   name: '{webhooks}',

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { TASK_KINDS, type TaskKind } from '@taskapi/domain';
+import { perTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import { TASK_QUEUES, taskJobId, type TaskJob } from './catalog';
 
 export interface TaskQueues {
@@ -11,12 +11,10 @@ export interface TaskQueues {
 
 /** Producer-side queues of every task kind, sharing one Redis connection. */
 export function createTaskQueues(connection: Redis): TaskQueues {
-  const queues = Object.fromEntries(
-    TASK_KINDS.map((kind) => {
-      const def = TASK_QUEUES[kind];
-      return [kind, new Queue<TaskJob>(def.name, { connection, defaultJobOptions: def.defaultJobOptions })];
-    }),
-  ) as Record<TaskKind, Queue<TaskJob>>;
+  const queues = perTaskKind((_definition, kind) => {
+    const def = TASK_QUEUES[kind];
+    return new Queue<TaskJob>(def.name, { connection, defaultJobOptions: def.defaultJobOptions });
+  });
   return {
     queues,
     async enqueueMany(kind, publicIds) {

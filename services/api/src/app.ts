@@ -2,19 +2,15 @@ import express from 'express';
 import { consolePages } from './console/pages';
 import type { ApiDeps } from './deps';
 import { adminAuth } from './http/admin-auth';
+import { apiKeyAuth } from './http/api-key-auth';
 import { errorHandler, notFoundHandler } from './http/error-handler';
+import { mountRoutes } from './http/mount-routes';
 import { observe } from './http/observe';
 import { securityHeaders } from './http/security-headers';
 import { sessionAuth } from './http/session-auth';
-import { accountRoutes } from './routes/account';
-import { authRoutes } from './routes/auth';
 import { BULL_BOARD_PATH, bullBoardRoutes } from './routes/bull-board';
-import { consoleTaskRoutes } from './routes/console-tasks';
-import { docsRoutes } from './routes/docs';
-import { healthRoutes } from './routes/health';
-import { keyRoutes } from './routes/keys';
-import { taskRoutes } from './routes/tasks';
-import { webhookDeliveryRoutes } from './routes/webhook-deliveries';
+import { docsPages } from './routes/docs';
+import { AUTH_SCOPES, ROUTES } from './routes';
 
 /** Builds the API's Express app from its dependencies (no listening, no globals: tests build many). */
 export function createApp(deps: ApiDeps): express.Express {
@@ -32,17 +28,14 @@ export function createApp(deps: ApiDeps): express.Express {
     next();
   });
   app.use(securityHeaders);
-  // The task API first: it carries nearly all traffic, so it should match after the fewest layers.
-  app.use('/api/tasks', taskRoutes(deps));
-  app.use(healthRoutes(deps));
-  app.use(docsRoutes());
 
-  app.use('/api/auth', authRoutes(deps));
-  const requireSession = sessionAuth({ sessions: deps.sessions, prisma: deps.db.prisma, publicBaseUrl: deps.config.publicBaseUrl });
-  app.use('/api/keys', keyRoutes(deps, requireSession));
-  app.use('/api/console/tasks', consoleTaskRoutes(deps, requireSession));
-  app.use('/api/webhook-deliveries', webhookDeliveryRoutes(deps, requireSession));
-  app.use('/api', accountRoutes(deps, requireSession));
+  mountRoutes(app, ROUTES, deps, AUTH_SCOPES, {
+    apiKey: apiKeyAuth(deps),
+    session: sessionAuth({ sessions: deps.sessions, accounts: deps.repos.accounts, publicBaseUrl: deps.config.publicBaseUrl }),
+  });
+
+  // Pages for people, not API: Swagger UI, the console, and the operators' queue board.
+  app.use(docsPages());
   app.use(BULL_BOARD_PATH, ...bullBoardRoutes(deps, adminAuth(deps.config, deps.logger, BULL_BOARD_PATH)));
   app.use('/app', consolePages());
 

@@ -8,17 +8,22 @@ import { TaskCreator } from './domain/create-task';
 import { KeyCache } from './domain/key-cache';
 import { RateLimiter } from './domain/rate-limit';
 import { SessionService } from './domain/sessions';
+import { TaskReader } from './domain/read-task';
 import { TaskReadCache } from './domain/task-read-cache';
 import { ApiKeyVerifier } from './domain/verify-api-key';
 import { Batcher } from './infra/batcher';
 import { createMetrics, type ApiMetrics } from './infra/metrics';
 import { createRedis, waitForRedis } from './infra/redis';
+import { createRepositories, type Repositories } from './repositories';
 
 /** Everything the API's routes need, built once per process (or per test app). */
 export interface ApiDeps {
   config: Config;
   logger: Logger;
+  /** The database connections; only `repos` (and tests) query through them. */
   db: Database;
+  /** Every query of the API, one repository per table family. */
+  repos: Repositories;
   /** Commands: rate limits, revocation markers, sessions, login throttle. Fails fast when down. */
   redis: Redis;
   /** Dedicated pub/sub connection for key revocations. */
@@ -29,7 +34,8 @@ export interface ApiDeps {
   /** Webhook attempts (manual resend) and Bull Board. */
   webhooks: WebhookQueue;
   verifier: ApiKeyVerifier;
-  taskReadCache: TaskReadCache;
+  /** `GET /api/tasks/{id}`: cached rows validated by status markers the rate limiter prefetches. */
+  taskReader: TaskReader;
   taskCreator: TaskCreator;
   /** Adds task jobs after commit, batching concurrent ones per kind into one Redis round trip. */
   enqueueTask(kind: TaskKind, publicId: string): Promise<void>;
@@ -58,9 +64,10 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   }
   await Promise.all([waitForRedis(redis), waitForRedis(queueRedis)]);
 
+  const repos = createRepositories(db);
   const keyCache = new KeyCache();
   await keyCache.listen(subscriber, logger);
-  const verifier = new ApiKeyVerifier(db.pool, keyCache, logger);
+  const verifier = new ApiKeyVerifier(repos.keys, keyCache, logger);
   const taskQueues = createTaskQueues(queueRedis);
   const webhooks = createWebhookQueue(queueRedis);
   const enqueuer = new Batcher<TaskKind, string, void>(async (kind, ids) => {
@@ -72,14 +79,15 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     config,
     logger,
     db,
+    repos,
     redis,
     subscriber,
     queueRedis,
     taskQueues,
     webhooks,
     verifier,
-    taskReadCache: new TaskReadCache(db.pool, redis, logger),
-    taskCreator: new TaskCreator(db.pool, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
+    taskReader: new TaskReader(new TaskReadCache(repos.tasks, redis, logger)),
+    taskCreator: new TaskCreator(repos, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
     enqueueTask: (kind, publicId) => enqueuer.submit(kind, publicId),
     rateLimiter: new RateLimiter(redis),
     sessions: new SessionService(config.jwtSecret, redis),

@@ -15,7 +15,7 @@ interface ErrorSpec<P = undefined> {
   retryAfter?: number;
 }
 
-const fixed = (status: number, message: string, retryable = false): ErrorSpec => ({ status, message, retryable });
+const fixed = <M extends string>(status: number, message: M, retryable = false) => ({ status, message, retryable }) satisfies ErrorSpec;
 const built = <P>(status: number, message: (params: P) => string): ErrorSpec<P> => ({ status, message, retryable: false });
 
 /** A field, parameter or argument that failed a rule, as `Invalid field "x": <problem>.` */
@@ -79,7 +79,7 @@ export const API_ERRORS = {
   NOT_FOUND: fixed(404, 'Not found.'),
 
   // The service itself.
-  SERVICE_UNAVAILABLE: { status: 503, message: 'Service temporarily unavailable. Please retry shortly.', retryable: true, retryAfter: 1 },
+  SERVICE_UNAVAILABLE: { ...fixed(503, 'Service temporarily unavailable. Please retry shortly.', true), retryAfter: 1 },
   INTERNAL: fixed(500, 'Internal server error.', true),
 } satisfies Record<string, ErrorSpec<never>>;
 

@@ -15,7 +15,7 @@ runService({ name: 'api', stopTimeoutMs: (config) => config.shutdownDrainMs + IN
   server.headersTimeout = config.keepAliveTimeoutMs + 1_000;
   server.requestTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
-  const stopHousekeeping = startHousekeeping(deps.db.pool, logger);
+  const stopHousekeeping = startHousekeeping(deps.repos.idempotency, logger);
   const address = server.address();
   logger.info('api listening', { port: typeof address === 'object' && address ? address.port : config.port, host: config.host });
 

@@ -247,7 +247,7 @@ describe('tasks API', () => {
       expect(second.status).toBe(201);
       expect(second.body.public_id).not.toBe(first.body.public_id);
       await api.deps.db.pool.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", [idem]);
-      expect(await purgeExpiredIdempotencyKeys(api.deps.db.pool)).toBeGreaterThanOrEqual(1);
+      expect(await purgeExpiredIdempotencyKeys(api.deps.repos.idempotency)).toBeGreaterThanOrEqual(1);
       expect((await api.deps.db.pool.query('SELECT 1 FROM idempotency_keys WHERE key = $1', [idem])).rowCount).toBe(0);
     });
 

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '@taskapi/config';
 import { createDatabase } from '@taskapi/db';
 import { addCredits, createAccount, grantTrial } from '../domain/accounts';
+import { createRepositories, type Repositories } from '../repositories';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -64,15 +65,15 @@ async function run(argv: string[]): Promise<unknown> {
   const opt = (name: keyof typeof OPTIONS) => values[name] as string | undefined;
 
   // Validate everything before touching the database.
-  let action: (db: ReturnType<typeof createDatabase>, secretsKey: Buffer) => Promise<unknown>;
+  let action: (repos: Repositories, secretsKey: Buffer) => Promise<unknown>;
   const email = required('email', opt('email'));
   if (command === 'create-account') {
     const password = required('password', opt('password'));
     const credits = opt('credits') === undefined ? 0 : wholeNumber('credits', opt('credits'), 0);
-    action = (db, key) => createAccount(db.prisma, key, { email, password, credits });
+    action = (repos, key) => createAccount(repos, key, { email, password, credits });
   } else if (command === 'add-credits') {
     const amount = wholeNumber('amount', opt('amount'), 1);
-    action = (db) => addCredits(db.prisma, email, amount);
+    action = (repos) => addCredits(repos, email, amount);
   } else {
     const quota = wholeNumber('quota', opt('quota'), 1);
     const days = opt('expires-in-days');
@@ -88,13 +89,13 @@ async function run(argv: string[]): Promise<unknown> {
       expiresAt = new Date(at as string);
       if (Number.isNaN(expiresAt.getTime())) throw new UsageError('--expires-at is not a valid date');
     }
-    action = (db) => grantTrial(db.prisma, email, quota, expiresAt);
+    action = (repos) => grantTrial(repos, email, quota, expiresAt);
   }
 
   const config = loadConfig();
   const db = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'taskapi-admin' });
   try {
-    return await action(db, config.secretsKey);
+    return await action(createRepositories(db), config.secretsKey);
   } finally {
     await db.close();
   }

@@ -5,22 +5,24 @@ import { createDatabase } from '@taskapi/db';
 import { randomBase62 } from '@taskapi/crypto';
 import { createAccount, grantTrial } from '../domain/accounts';
 import { createKey } from '../domain/api-keys';
+import { createRepositories } from '../repositories';
 
 const DEMO_EMAIL = 'demo@example.com';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const db = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'taskapi-seed' });
+  const repos = createRepositories(db);
   try {
-    if ((await db.prisma.account.count()) > 0) {
+    if ((await repos.accounts.count()) > 0) {
       console.log('The database already has accounts; no demo data was added. Create more with `npm run admin -- create-account ...`.');
       return;
     }
     const password = randomBase62(16);
-    const account = await createAccount(db.prisma, config.secretsKey, { email: DEMO_EMAIL, password, credits: 1_000 });
-    await grantTrial(db.prisma, DEMO_EMAIL, 100, new Date(Date.now() + 14 * 86_400_000));
+    const account = await createAccount(repos, config.secretsKey, { email: DEMO_EMAIL, password, credits: 1_000 });
+    await grantTrial(repos, DEMO_EMAIL, 100, new Date(Date.now() + 14 * 86_400_000));
     const { plaintext_key } = await createKey(
-      { prisma: db.prisma, secretsKey: config.secretsKey },
+      { keys: repos.keys, secretsKey: config.secretsKey },
       account.account_id,
       { type: 'paid' },
     );

@@ -1,8 +1,7 @@
-import type { PrismaClient } from '@taskapi/db';
-import { isUniqueViolation } from '@taskapi/db';
 import { encryptSecret, generateWebhookSecret, hashPassword, webhookSecretContext } from '@taskapi/crypto';
 import { newId } from '@taskapi/ids';
 import { ApiError } from '../errors';
+import type { Repositories } from '../repositories';
 
 // Deliberately simple: one @, no spaces, a dot in the domain. Deliverability is the operator's job.
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -23,7 +22,7 @@ export interface CreatedAccount {
 }
 
 export async function createAccount(
-  prisma: PrismaClient,
+  repos: Pick<Repositories, 'accounts'>,
   secretsKey: Buffer,
   input: { email: string; credits?: number } & ({ password: string } | { passwordHash: string }),
 ): Promise<CreatedAccount> {
@@ -42,50 +41,28 @@ export async function createAccount(
     passwordHash = input.passwordHash;
   }
   const id = newId('account');
-  try {
-    await prisma.$transaction(async (tx) => {
-      await tx.account.create({
-        data: {
-          id,
-          email,
-          passwordHash,
-          paidBalance: credits,
-          webhookSecretCiphertext: encryptSecret(secretsKey, generateWebhookSecret(), webhookSecretContext(id)),
-        },
-      });
-      if (credits > 0) await tx.creditLedgerEntry.create({ data: { accountId: id, entryType: 'topup', amount: credits } });
-    });
-  } catch (err) {
-    if (isUniqueViolation(err)) throw new ApiError('ACCOUNT_EXISTS');
-    throw err;
-  }
+  const webhookSecretCiphertext = encryptSecret(secretsKey, generateWebhookSecret(), webhookSecretContext(id));
+  const created = await repos.accounts.create({ id, email, passwordHash, webhookSecretCiphertext }, credits);
+  if (!created) throw new ApiError('ACCOUNT_EXISTS');
   return { account_id: id, email, paid_balance: credits };
 }
 
-async function accountIdByEmail(prisma: PrismaClient, email: string): Promise<string> {
-  const account = await prisma.account.findUnique({ where: { email: normalizeEmail(email) }, select: { id: true } });
-  if (!account) throw new ApiError('ACCOUNT_NOT_FOUND');
-  return account.id;
+async function accountIdByEmail(repos: Pick<Repositories, 'accounts'>, email: string): Promise<string> {
+  const accountId = await repos.accounts.idByEmail(normalizeEmail(email));
+  if (!accountId) throw new ApiError('ACCOUNT_NOT_FOUND');
+  return accountId;
 }
 
 /** Adds paid credits (with a ledger row, in one transaction); returns the new balance. */
-export async function addCredits(prisma: PrismaClient, email: string, amount: number): Promise<{ paid_balance: number }> {
+export async function addCredits(repos: Pick<Repositories, 'accounts'>, email: string, amount: number): Promise<{ paid_balance: number }> {
   if (!Number.isSafeInteger(amount) || amount < 1) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'amount', problem: 'must be a whole number of at least 1' } });
-  const accountId = await accountIdByEmail(prisma, email);
-  return prisma.$transaction(async (tx) => {
-    const account = await tx.account.update({
-      where: { id: accountId },
-      data: { paidBalance: { increment: amount } },
-      select: { paidBalance: true },
-    });
-    await tx.creditLedgerEntry.create({ data: { accountId, entryType: 'topup', amount } });
-    return { paid_balance: account.paidBalance };
-  });
+  const accountId = await accountIdByEmail(repos, email);
+  return { paid_balance: await repos.accounts.addCredits(accountId, amount) };
 }
 
 /** Grants an expiring trial quota (with a ledger row, in one transaction). */
 export async function grantTrial(
-  prisma: PrismaClient,
+  repos: Pick<Repositories, 'accounts' | 'grants'>,
   email: string,
   quota: number,
   expiresAt: Date,
@@ -93,11 +70,8 @@ export async function grantTrial(
   if (!Number.isSafeInteger(quota) || quota < 1) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'quota', problem: 'must be a whole number of at least 1' } });
   if (Number.isNaN(expiresAt.getTime())) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'expires_at', problem: 'must be a valid date' } });
   if (expiresAt.getTime() <= Date.now()) throw new ApiError('INVALID_ARGUMENT', { params: { name: 'expires_at', problem: 'must be in the future' } });
-  const accountId = await accountIdByEmail(prisma, email);
+  const accountId = await accountIdByEmail(repos, email);
   const id = newId('grant');
-  await prisma.$transaction(async (tx) => {
-    await tx.trialGrant.create({ data: { id, accountId, quotaTotal: quota, quotaRemaining: quota, expiresAt } });
-    await tx.creditLedgerEntry.create({ data: { accountId, grantId: id, entryType: 'trial_grant', amount: quota } });
-  });
+  await repos.grants.create({ id, accountId, quota, expiresAt });
   return { grant_id: id, quota, expires_at: expiresAt.toISOString() };
 }

@@ -1,31 +1,12 @@
-import type pg from 'pg';
 import { newId } from '@taskapi/ids';
 import { TaskStatus } from '@taskapi/domain';
 import { sha256Hex } from '@taskapi/crypto';
 import { ApiError } from '../errors';
+import type { IdempotencyRepository } from '../repositories/idempotency';
+import type { CreationOutcome, NewTask, Payer, TaskRepository, TaskRow } from '../repositories/tasks';
 import type { KeyPrincipal } from './principal';
 import { Batcher } from '../infra/batcher';
 import type { TaskDraft } from './task-input';
-import type { TaskRow } from './task-view';
-import { getTaskById } from './task-queries';
-
-// The charge and the inserts happen in the `create_tasks` function (migration
-// 20261122000000_create_tasks_function): one call charges one payer for a batch of creations.
-const CREATE_TASKS_SQL = `
-SELECT ordinal, task_id, created_at, available, grant_expired
-  FROM create_tasks($1, $2, $3::text[], $4::text[], $5::task_kind[], $6::json[], $7::json[], $8::text[], $9::int[], $10::text[], $11::bytea[])`;
-
-// Inserts the key, or takes over a record older than 24 h; returns nothing when a live record exists.
-const CLAIM_IDEMPOTENCY_KEY_SQL = `
-INSERT INTO idempotency_keys (account_id, key, fingerprint, task_id) VALUES ($1, $2, $3, $4)
-ON CONFLICT (account_id, key) DO UPDATE
-   SET fingerprint = EXCLUDED.fingerprint, task_id = EXCLUDED.task_id, created_at = now()
- WHERE idempotency_keys.created_at <= now() - interval '24 hours'
-RETURNING task_id`;
-
-const FIND_IDEMPOTENCY_KEY_SQL = `
-SELECT fingerprint, task_id FROM idempotency_keys
- WHERE account_id = $1 AND key = $2 AND created_at > now() - interval '24 hours'`;
 
 /** Batches stop growing at this many bytes of uploaded images. */
 const MAX_BATCH_UPLOAD_BYTES = 16 * 1024 * 1024;
@@ -60,17 +41,7 @@ export function requestFingerprint(kind: string, body: unknown): string {
 
 interface Creation {
   principal: KeyPrincipal;
-  draft: TaskDraft;
-  cost: number;
-  publicId: string;
-  inputText: string;
-}
-
-interface Decision {
-  taskId: string | null;
-  createdAt: Date | null;
-  available: number;
-  grantExpired: boolean;
+  task: NewTask;
 }
 
 /** A creation the database refused, with the original error (kept as thrown: codes matter). */
@@ -78,36 +49,18 @@ interface Failure {
   failure: unknown;
 }
 
-interface Queryable {
-  query: pg.Pool['query'];
-}
-
 /** Who pays: an account's paid balance, or one trial grant. Creations for one payer are batched. */
-function payerOf(p: KeyPrincipal): string {
+function payerKey(p: KeyPrincipal): string {
   return p.type === 'trial' && p.grantId ? `grant:${p.grantId}` : `paid:${p.accountId}`;
 }
 
-async function decide(db: Queryable, batch: Creation[]): Promise<Decision[]> {
-  const first = batch[0] as Creation;
-  const grantId = first.principal.type === 'trial' ? first.principal.grantId : null;
-  const { rows } = await db.query<{ ordinal: number; task_id: string | null; created_at: Date | null; available: number; grant_expired: boolean }>({
-    name: 'create-tasks',
-    text: CREATE_TASKS_SQL,
-    values: [
-      first.principal.accountId,
-      grantId,
-      batch.map((c) => c.publicId),
-      batch.map((c) => c.principal.keyId),
-      batch.map((c) => c.draft.kind),
-      batch.map((c) => c.inputText),
-      batch.map((c) => c.draft.payloadText),
-      batch.map((c) => c.draft.callbackUrl),
-      batch.map((c) => c.cost),
-      batch.map((c) => c.draft.upload?.contentType ?? null),
-      batch.map((c) => c.draft.upload?.data ?? null),
-    ],
-  });
-  return rows.map((r) => ({ taskId: r.task_id, createdAt: r.created_at, available: r.available, grantExpired: r.grant_expired }));
+function payerOf(p: KeyPrincipal): Payer {
+  return { accountId: p.accountId, grantId: p.type === 'trial' ? p.grantId : null };
+}
+
+export interface TaskCreatorRepositories {
+  tasks: Pick<TaskRepository, 'create' | 'createWithIdempotencyKey' | 'getById'>;
+  idempotency: Pick<IdempotencyRepository, 'find'>;
 }
 
 /**
@@ -116,16 +69,21 @@ async function decide(db: Queryable, batch: Creation[]): Promise<Decision[]> {
  * one balance-row lock and one commit per batch instead of per task.
  */
 export class TaskCreator {
-  private readonly batcher: Batcher<string, Creation, Decision | Failure>;
+  private readonly batcher: Batcher<string, Creation, CreationOutcome | Failure>;
+
+  private readonly tasks: TaskCreatorRepositories['tasks'];
+  private readonly idempotency: TaskCreatorRepositories['idempotency'];
 
   constructor(
-    private readonly pool: pg.Pool,
+    repos: TaskCreatorRepositories,
     /** Prefixes for the expired-trial 401, when a grant expires between authentication and charge. */
     private readonly activeTrialPrefixes: (accountId: string, exceptKeyId: string) => Promise<string[]>,
   ) {
+    this.tasks = repos.tasks;
+    this.idempotency = repos.idempotency;
     this.batcher = new Batcher((_payer, batch) => this.flush(batch), {
       maxItems: 100,
-      weight: (c) => c.draft.upload?.data.length ?? 0,
+      weight: (c) => c.task.upload?.data.length ?? 0,
       maxWeight: MAX_BATCH_UPLOAD_BYTES,
     });
   }
@@ -135,36 +93,45 @@ export class TaskCreator {
    * returns the first task (charged once) and a different body is a 409.
    */
   async create(principal: KeyPrincipal, draft: TaskDraft, cost: number, idempotency?: IdempotencyRequest): Promise<CreateTaskResult> {
-    const creation: Creation = { principal, draft, cost, publicId: newId('task'), inputText: JSON.stringify(draft.input) };
-    let decision: Decision;
+    const task: NewTask = {
+      publicId: newId('task'),
+      apiKeyId: principal.keyId,
+      kind: draft.kind,
+      inputText: JSON.stringify(draft.input),
+      payloadText: draft.payloadText,
+      callbackUrl: draft.callbackUrl,
+      cost,
+      upload: draft.upload,
+    };
+    let outcome: CreationOutcome;
     if (!idempotency) {
-      const outcome = await this.batcher.submit(payerOf(principal), creation);
-      if ('failure' in outcome) throw outcome.failure;
-      decision = outcome;
+      const decided = await this.batcher.submit(payerKey(principal), { principal, task });
+      if ('failure' in decided) throw decided.failure;
+      outcome = decided;
     } else {
       const earlier = await this.findIdempotent(principal.accountId, idempotency);
       if (earlier) return earlier;
-      decision = await this.createIdempotently(creation, idempotency);
-      if (!decision.taskId) {
+      outcome = await this.tasks.createWithIdempotencyKey(payerOf(principal), task, idempotency);
+      if (!outcome.task_id) {
         // Either a concurrent twin won the key, or credits ran out (possibly spent by that twin).
         const twin = await this.findIdempotent(principal.accountId, idempotency);
         if (twin) return twin;
       }
     }
-    if (!decision.taskId || !decision.createdAt) throw await this.refusal(creation, decision);
+    if (!outcome.task_id || !outcome.created_at) throw await this.refusal(principal, cost, outcome);
     return {
       replayed: false,
       row: {
-        id: decision.taskId,
-        public_id: creation.publicId,
-        kind: draft.kind,
+        id: outcome.task_id,
+        public_id: task.publicId,
+        kind: task.kind,
         status: TaskStatus.queued,
         error_code: null,
-        input: creation.inputText,
-        payload: draft.payloadText,
-        callback_url: draft.callbackUrl,
+        input: task.inputText,
+        payload: task.payloadText,
+        callback_url: task.callbackUrl,
         cost,
-        created_at: decision.createdAt,
+        created_at: outcome.created_at,
         started_at: null,
         finished_at: null,
         result: null,
@@ -174,51 +141,22 @@ export class TaskCreator {
   }
 
   /** One call for the batch; if it fails, each creation alone, so one bad request fails only itself. */
-  private async flush(batch: Creation[]): Promise<Array<Decision | Failure>> {
+  private async flush(batch: Creation[]): Promise<Array<CreationOutcome | Failure>> {
+    const payer = payerOf((batch[0] as Creation).principal);
     try {
-      return await decide(this.pool, batch);
+      return await this.tasks.create(payer, batch.map((c) => c.task));
     } catch (err) {
       if (batch.length === 1) return [{ failure: err }];
-      const single = await Promise.allSettled(batch.map((c) => decide(this.pool, [c])));
-      return single.map((s) => (s.status === 'fulfilled' ? (s.value[0] as Decision) : { failure: s.reason }));
-    }
-  }
-
-  private async createIdempotently(creation: Creation, idempotency: IdempotencyRequest): Promise<Decision> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const [decision] = (await decide(client, [creation])) as [Decision];
-      let committed = false;
-      if (decision.taskId) {
-        // Blocks while a concurrent request holds the same key, then sees its committed record.
-        const claim = await client.query({
-          name: 'claim-idempotency-key',
-          text: CLAIM_IDEMPOTENCY_KEY_SQL,
-          values: [creation.principal.accountId, idempotency.key, idempotency.fingerprint, decision.taskId],
-        });
-        committed = claim.rowCount === 1;
-      }
-      await client.query(committed ? 'COMMIT' : 'ROLLBACK');
-      return committed ? decision : { ...decision, taskId: null, createdAt: null };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
+      const single = await Promise.allSettled(batch.map((c) => this.tasks.create(payer, [c.task])));
+      return single.map((s) => (s.status === 'fulfilled' ? (s.value[0] as CreationOutcome) : { failure: s.reason }));
     }
   }
 
   private async findIdempotent(accountId: string, req: IdempotencyRequest): Promise<CreateTaskResult | null> {
-    const { rows } = await this.pool.query<{ fingerprint: string; task_id: string }>({
-      name: 'find-idempotency-key',
-      text: FIND_IDEMPOTENCY_KEY_SQL,
-      values: [accountId, req.key],
-    });
-    const found = rows[0];
+    const found = await this.idempotency.find(accountId, req.key);
     if (!found) return null;
     if (found.fingerprint !== req.fingerprint) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
-    const task = await getTaskById(this.pool, found.task_id);
+    const task = await this.tasks.getById(found.task_id);
     if (!task) return null;
     // The replay is the first response again: the task as it was created.
     return {
@@ -227,12 +165,11 @@ export class TaskCreator {
     };
   }
 
-  private async refusal(creation: Creation, decision: Decision): Promise<ApiError> {
-    const { principal, cost } = creation;
-    if (decision.grantExpired) {
+  private async refusal(principal: KeyPrincipal, cost: number, outcome: CreationOutcome): Promise<ApiError> {
+    if (outcome.grant_expired) {
       const prefixes = await this.activeTrialPrefixes(principal.accountId, principal.keyId);
       return new ApiError('TRIAL_KEY_EXPIRED', { fields: { active_key_prefixes: prefixes } });
     }
-    return new ApiError('INSUFFICIENT_CREDITS', { fields: { required: cost, available: decision.available } });
+    return new ApiError('INSUFFICIENT_CREDITS', { fields: { required: cost, available: outcome.available } });
   }
 }

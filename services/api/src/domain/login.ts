@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import type { PrismaClient } from '@taskapi/db';
 import { hashPassword, sha256Hex, verifyPassword } from '@taskapi/crypto';
 import { ApiError, unavailable } from '../errors';
+import type { AccountRepository } from '../repositories/accounts';
 
 const WINDOW_SECONDS = 15 * 60;
 
@@ -19,7 +19,7 @@ let dummyHash: Promise<string> | undefined;
  * Returns the account id, or throws 401 / 429.
  */
 export async function checkLogin(
-  deps: { prisma: PrismaClient; redis: Redis; limits: LoginLimits },
+  deps: { accounts: AccountRepository; redis: Redis; limits: LoginLimits },
   email: string,
   password: string,
   ip: string,
@@ -50,10 +50,7 @@ export async function checkLogin(
   if (ipCount > deps.limits.maxAttemptsPerIp) throw limited(ipTtl);
   if (emailFailures >= deps.limits.maxFailuresPerEmail) throw limited(emailTtl);
 
-  const account = await deps.prisma.account.findUnique({
-    where: { email: normalized },
-    select: { id: true, email: true, passwordHash: true },
-  });
+  const account = await deps.accounts.findForLogin(normalized);
   dummyHash ??= hashPassword('not-a-real-password');
   const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash));
   if (!account || !ok) {

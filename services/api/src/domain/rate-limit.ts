@@ -2,24 +2,23 @@ import type { Redis } from 'ioredis';
 import { randomBase62 } from '@taskapi/crypto';
 import type { RateLimitPolicy } from '@taskapi/config';
 import { unavailable } from '../errors';
-import { taskStatusMarkerKey } from '@taskapi/domain';
 import { revokedMarkerKey } from './key-revocation';
 
 // One round trip, atomic on the Redis server, using the server's clock (so any number of API
 // replicas agree). Minute: exact sliding window over a sorted set of request times (ms).
 // Day: rolling 24 h of hourly buckets (the current hour and the 23 before it) in a hash.
 // A revoked key's marker short-circuits before anything is counted; rejected requests add nothing.
-// The same round trip also returns the status marker of the task a read is about (see
-// @taskapi/domain task-status-marker), which validates the API's in-process task cache.
+// The same round trip also reads one key the caller asks for (a read of one task prefetches its
+// status marker, see domain/read-task.ts), so the caller saves a round trip.
 // All keys carry the account's hash tag, so the script touches one Redis Cluster slot.
 //
-// KEYS: 1 minute zset, 2 day hash, 3 revocation marker, 4 task status marker (may not exist)
+// KEYS: 1 minute zset, 2 day hash, 3 revocation marker, 4 key to prefetch (may not exist)
 // ARGV: 1 minute limit, 2 day limit, 3 unique member for this request
-// Returns {outcome, minute_remaining, minute_reset_s, day_remaining, day_reset_s, retry_after_s, task_status}
-// outcome: 1 accepted, 0 minute limit hit, 2 day limit hit, -1 key revoked; task_status -1: none
+// Returns {outcome, minute_remaining, minute_reset_s, day_remaining, day_reset_s, retry_after_s, prefetched}
+// outcome: 1 accepted, 0 minute limit hit, 2 day limit hit, -1 key revoked; prefetched: the value, absent when none
 const SCRIPT = `
-if redis.call('EXISTS', KEYS[3]) == 1 then return {-1, 0, 0, 0, 0, 0, -1} end
-local task_status = tonumber(redis.call('GET', KEYS[4]) or '-1')
+if redis.call('EXISTS', KEYS[3]) == 1 then return {-1, 0, 0, 0, 0, 0} end
+local prefetched = redis.call('GET', KEYS[4])
 local mlimit = tonumber(ARGV[1])
 local dlimit = tonumber(ARGV[2])
 local t = redis.call('TIME')
@@ -72,8 +71,8 @@ if mwait > 0 or dwait > 0 then
   if mres == 0 then mres = minute_reset(0) end
   local dres = dwait
   if dres == 0 then dres = day_reset(1) end
-  if dwait >= mwait then return {2, mrem, mres, drem, dres, dwait, task_status} end
-  return {0, mrem, mres, drem, dres, mwait, task_status}
+  if dwait >= mwait then return {2, mrem, mres, drem, dres, dwait, prefetched} end
+  return {0, mrem, mres, drem, dres, mwait, prefetched}
 end
 
 redis.call('ZADD', KEYS[1], now, ARGV[3])
@@ -82,11 +81,11 @@ redis.call('HINCRBY', KEYS[2], hour, 1)
 redis.call('EXPIRE', KEYS[2], 25 * 3600)
 if counts[hour] == nil then table.insert(hours, hour) end
 counts[hour] = (counts[hour] or 0) + 1
-return {1, mlimit - mcount - 1, minute_reset(0), dlimit - dcount - 1, day_reset(1), 0, task_status}
+return {1, mlimit - mcount - 1, minute_reset(0), dlimit - dcount - 1, day_reset(1), 0, prefetched}
 `;
 
 export type RateLimitOutcome =
-  | { kind: 'accepted'; state: WindowState; /** The task marker's status, or null when absent. */ taskStatus: number | null }
+  | { kind: 'accepted'; state: WindowState; /** The value at the prefetch key, or null when absent. */ prefetched: string | null }
   | { kind: 'limited'; window: 'minute' | 'day'; limit: number; retryAfter: number; state: WindowState }
   | { kind: 'revoked' };
 
@@ -97,7 +96,7 @@ export interface WindowState {
 }
 
 interface RateLimitRedis extends Redis {
-  taskapiRateLimit(k1: string, k2: string, k3: string, k4: string, a1: number, a2: number, a3: string): Promise<number[]>;
+  taskapiRateLimit(k1: string, k2: string, k3: string, k4: string, a1: number, a2: number, a3: string): Promise<Array<number | string>>;
 }
 
 export function rateLimitKeys(accountId: string, keyId: string): [string, string] {
@@ -128,19 +127,19 @@ export class RateLimiter {
   }
 
   /**
-   * Counts one request for the key if both windows allow it, and reads the status marker of
-   * `publicId` when given. Redis unavailable → 503.
+   * Counts one request for the key if both windows allow it, and reads `prefetchKey` (a key with
+   * the account's hash tag) when given. Redis unavailable → 503.
    */
-  async consume(accountId: string, keyId: string, policy: RateLimitPolicy, publicId?: string): Promise<RateLimitOutcome> {
+  async consume(accountId: string, keyId: string, policy: RateLimitPolicy, prefetchKey?: string): Promise<RateLimitOutcome> {
     const [minuteKey, dayKey] = rateLimitKeys(accountId, keyId);
-    let r: number[];
+    let r: Array<number | string>;
     try {
       r = await this.redis.taskapiRateLimit(
         minuteKey,
         dayKey,
         revokedMarkerKey(accountId, keyId),
-        // A key in the same slot that never exists stands in when no task is involved.
-        taskStatusMarkerKey(accountId, publicId ?? '-'),
+        // A key in the same slot that never exists stands in when nothing is prefetched.
+        prefetchKey ?? `taskapi:rl:{${accountId}}:none`,
         policy.perMinute,
         policy.perDay,
         `${this.tag}:${++this.seq}`,
@@ -148,10 +147,10 @@ export class RateLimiter {
     } catch (err) {
       throw unavailable('redis', err);
     }
-    const [outcome, mrem, mres, drem, dres, retryAfter, taskStatus] = r as [number, number, number, number, number, number, number];
+    const [outcome, mrem, mres, drem, dres, retryAfter, prefetched] = r as [number, number, number, number, number, number, string | undefined];
     if (outcome === -1) return { kind: 'revoked' };
     const state: WindowState = { minute: { remaining: mrem, reset: mres }, day: { remaining: drem, reset: dres } };
-    if (outcome === 1) return { kind: 'accepted', state, taskStatus: taskStatus === -1 ? null : taskStatus };
+    if (outcome === 1) return { kind: 'accepted', state, prefetched: prefetched ?? null };
     const window = outcome === 2 ? 'day' : 'minute';
     return { kind: 'limited', window, limit: window === 'day' ? policy.perDay : policy.perMinute, retryAfter, state };
   }

@@ -1,74 +1,15 @@
-import { z } from 'zod';
 import type { TaskKind } from '@taskapi/domain';
+import { MAX_IMAGE_BYTES, TASK_REQUEST_SCHEMAS } from '@taskapi/task-kinds';
 import { ApiError } from '../errors';
 import { jsonDepth, topLevelMemberText } from './json-member-text';
 
-/** Largest decoded `image_base64` (8 MiB). */
-export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
+/** Each kind's request schema; declared in the task-kinds catalog. */
+export const createTaskSchemas = TASK_REQUEST_SCHEMAS;
+
 /** Largest `payload`, as minified JSON text. */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** Deepest nesting of arrays/objects in `payload`. */
 export const MAX_PAYLOAD_DEPTH = 64;
-export const MAX_URL_LENGTH = 2048;
-
-function isHttpsUrl(value: string): boolean {
-  if (!value.startsWith('https://')) return false;
-  try {
-    const url = new URL(value);
-    return url.protocol === 'https:' && url.hostname.length > 0;
-  } catch {
-    return false;
-  }
-}
-
-const httpsUrl = z
-  .string({ error: 'must be a string' })
-  .max(MAX_URL_LENGTH, { error: `must be at most ${MAX_URL_LENGTH} characters` })
-  .refine(isHttpsUrl, { error: 'must be an https:// URL' });
-
-const prompt = z
-  .string({ error: 'must be a string' })
-  .refine((s) => s.trim().length > 0, { error: 'must not be empty' })
-  .refine((s) => [...s].length <= 2000, { error: 'must be at most 2000 characters' });
-
-const intInRange = (min: number, max: number) =>
-  z
-    .number({ error: `must be an integer from ${min} to ${max}` })
-    .int({ error: `must be an integer from ${min} to ${max}` })
-    .min(min, { error: `must be an integer from ${min} to ${max}` })
-    .max(max, { error: `must be an integer from ${min} to ${max}` });
-
-const common = {
-  callback_url: httpsUrl.nullish(),
-  // Any JSON value; the stored form is the source text (see json-member-text.ts).
-  payload: z.unknown().optional(),
-};
-
-const bodyError = { error: 'must be a JSON object' };
-
-export const createTaskSchemas = {
-  'video-generation': z.strictObject(
-    { prompt, duration_seconds: intInRange(1, 10).default(4), ...common },
-    bodyError,
-  ),
-  'image-generation': z.strictObject(
-    { prompt, width: intInRange(64, 1024).default(512), height: intInRange(64, 1024).default(512), ...common },
-    bodyError,
-  ),
-  'face-detection': z
-    .strictObject(
-      {
-        image_url: httpsUrl.optional(),
-        image_base64: z.string({ error: 'must be a string of base64' }).optional(),
-        ...common,
-      },
-      bodyError,
-    )
-    .refine((b) => (b.image_url === undefined) !== (b.image_base64 === undefined), {
-      error: 'exactly one of image_url or image_base64 is required',
-      path: ['image_url'],
-    }),
-} satisfies Record<TaskKind, z.ZodType>;
 
 export interface ImageUpload {
   contentType: 'image/png' | 'image/jpeg';

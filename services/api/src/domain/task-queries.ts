@@ -1,29 +1,6 @@
-import type pg from 'pg';
 import type { TaskKind } from '@taskapi/domain';
 import { ApiError } from '../errors';
-import type { TaskRow } from './task-view';
-
-export const TASK_COLUMNS = `id, public_id, kind, status, error_code, input::text AS input, payload::text AS payload,
-  callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files`;
-
-/** The account's task, or null (unknown, or another account's: indistinguishable on purpose). */
-export async function getTask(pool: pg.Pool, accountId: string, publicId: string): Promise<TaskRow | null> {
-  const { rows } = await pool.query<TaskRow>({
-    name: 'task-by-public-id',
-    text: `SELECT ${TASK_COLUMNS} FROM tasks WHERE public_id = $1 AND account_id = $2`,
-    values: [publicId, accountId],
-  });
-  return rows[0] ?? null;
-}
-
-export async function getTaskById(pool: pg.Pool, id: string): Promise<TaskRow | null> {
-  const { rows } = await pool.query<TaskRow>({
-    name: 'task-by-id',
-    text: `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`,
-    values: [id],
-  });
-  return rows[0] ?? null;
-}
+import type { TaskRepository, TaskRow } from '../repositories/tasks';
 
 export interface ListTasksQuery {
   statuses?: number[];
@@ -33,42 +10,20 @@ export interface ListTasksQuery {
   cursor?: string;
 }
 
-/** Newest first, keyset-paginated on the internal id. */
+/** Newest first, keyset-paginated on the internal id; an unknown cursor is a 400. */
 export async function listTasks(
-  pool: pg.Pool,
+  tasks: TaskRepository,
   accountId: string,
   q: ListTasksQuery,
 ): Promise<{ rows: TaskRow[]; nextCursor: string | null }> {
-  const values: unknown[] = [accountId];
-  const where = ['account_id = $1'];
-  let name = 'list-tasks';
+  let beforeId: string | undefined;
   if (q.cursor !== undefined) {
-    const { rows } = await pool.query<{ id: string }>({
-      name: 'task-cursor',
-      text: 'SELECT id FROM tasks WHERE public_id = $1 AND account_id = $2',
-      values: [q.cursor, accountId],
-    });
-    if (!rows[0]) throw new ApiError('UNKNOWN_CURSOR');
-    values.push(rows[0].id);
-    where.push(`id < $${values.length}`);
-    name += '-after';
+    const id = await tasks.idOf(accountId, q.cursor);
+    if (id === null) throw new ApiError('UNKNOWN_CURSOR');
+    beforeId = id;
   }
-  if (q.statuses?.length) {
-    values.push(q.statuses);
-    where.push(`status = ANY($${values.length}::smallint[])`);
-    name += '-status';
-  }
-  if (q.kind) {
-    values.push(q.kind);
-    where.push(`kind = $${values.length}::task_kind`);
-    name += '-kind';
-  }
-  values.push(q.limit + 1);
-  const { rows } = await pool.query<TaskRow>({
-    name,
-    text: `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`,
-    values,
-  });
+  // One row more than the page tells whether there is a next page.
+  const rows = await tasks.list(accountId, { statuses: q.statuses, kind: q.kind, beforeId, limit: q.limit + 1 });
   const page = rows.slice(0, q.limit);
   return { rows: page, nextCursor: rows.length > q.limit ? (page[page.length - 1]?.public_id ?? null) : null };
 }

@@ -1,9 +1,7 @@
-import type pg from 'pg';
 import { isTerminalStatus, seedTaskStatus, type MarkerRedis } from '@taskapi/domain';
 import type { Logger } from '@taskapi/logger';
 import { BoundedMap } from '../infra/bounded-map';
-import { getTask } from './task-queries';
-import type { TaskRow } from './task-view';
+import type { TaskRepository, TaskRow } from '../repositories/tasks';
 
 interface Entry {
   accountId: string;
@@ -32,7 +30,7 @@ export class TaskReadCache {
   private readonly maxAgeMs: number;
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly tasks: Pick<TaskRepository, 'get'>,
     private readonly redis: MarkerRedis,
     private readonly logger: Logger,
     opts: TaskReadCacheOptions = {},
@@ -52,7 +50,7 @@ export class TaskReadCache {
       if (isTerminalStatus(cached.row.status)) return cached.row;
       if (markerStatus === cached.row.status && now - cached.storedAt < this.maxAgeMs) return cached.row;
     }
-    const row = await getTask(this.pool, accountId, publicId);
+    const row = await this.tasks.get(accountId, publicId);
     if (!row) return null;
     this.put(accountId, row, now);
     if (markerStatus === null && !isTerminalStatus(row.status)) {

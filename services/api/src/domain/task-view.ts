@@ -1,20 +1,7 @@
-/** A task row as the queries in task-queries.ts select it: JSON columns arrive as source text. */
-export interface TaskRow {
-  id: string;
-  public_id: string;
-  kind: string;
-  status: number;
-  error_code: string | null;
-  input: string;
-  payload: string | null;
-  callback_url: string | null;
-  cost: number;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-  result: string | null;
-  files: string;
-}
+import type { TaskRow } from '../repositories/tasks';
+
+/** A task row as the task repository reads it: JSON columns arrive as source text. */
+export type { TaskRow };
 
 interface StoredFile {
   name: string;

@@ -1,4 +1,4 @@
-import type { PrismaClient } from '@taskapi/db';
+import type { GrantRepository } from '../repositories/grants';
 
 export interface GrantView {
   id: string;
@@ -14,14 +14,10 @@ export interface GrantView {
 }
 
 /** The account's trial grants, newest first, with their bound active key. */
-export async function listGrants(prisma: PrismaClient, accountId: string): Promise<GrantView[]> {
+export async function listGrants(grants: GrantRepository, accountId: string): Promise<GrantView[]> {
   const now = Date.now();
-  const grants = await prisma.trialGrant.findMany({
-    where: { accountId },
-    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    include: { apiKeys: { where: { revokedAt: null }, select: { id: true, keyPrefix: true } } },
-  });
-  return grants.map((g) => {
+  const rows = await grants.listWithActiveKey(accountId);
+  return rows.map((g) => {
     const bound = g.apiKeys[0];
     const unexpired = g.expiresAt.getTime() > now;
     return {

@@ -1,29 +1,7 @@
-import type pg from 'pg';
 import type { Logger } from '@taskapi/logger';
 import { BoundedMap } from '../infra/bounded-map';
+import type { KeyRepository } from '../repositories/keys';
 import type { KeyCache, KeyRecord } from './key-cache';
-
-interface KeyRow {
-  id: string;
-  account_id: string;
-  type: 'paid' | 'trial';
-  grant_id: string | null;
-  key_prefix: string;
-  revoked: boolean;
-  grant_expires_at: Date | null;
-}
-
-const KEY_BY_HASH = `
-SELECT k.id, k.account_id, k.type, k.grant_id, k.key_prefix, (k.revoked_at IS NOT NULL) AS revoked,
-       g.expires_at AS grant_expires_at
-  FROM api_keys k LEFT JOIN trial_grants g ON g.id = k.grant_id
- WHERE k.key_hash = $1`;
-
-const ACTIVE_TRIAL_PREFIXES = `
-SELECT k.key_prefix
-  FROM api_keys k JOIN trial_grants g ON g.id = k.grant_id
- WHERE k.account_id = $1 AND k.id <> $2 AND k.type = 'trial' AND k.revoked_at IS NULL AND g.expires_at > now()
- ORDER BY k.created_at`;
 
 const TOUCH_INTERVAL_MS = 60_000;
 
@@ -32,7 +10,7 @@ export class ApiKeyVerifier {
   private readonly lastTouched = new BoundedMap<string, number>(100_000);
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly keys: Pick<KeyRepository, 'findByHash' | 'activeTrialPrefixes' | 'touch'>,
     private readonly cache: KeyCache,
     private readonly logger: Logger,
   ) {}
@@ -40,8 +18,7 @@ export class ApiKeyVerifier {
   async lookup(hash: string): Promise<KeyRecord | null> {
     const cached = this.cache.get(hash);
     if (cached !== undefined) return cached;
-    const { rows } = await this.pool.query<KeyRow>({ name: 'api-key-by-hash', text: KEY_BY_HASH, values: [hash] });
-    const row = rows[0];
+    const row = await this.keys.findByHash(hash);
     const record: KeyRecord | null = row
       ? {
           id: row.id,
@@ -62,13 +39,8 @@ export class ApiKeyVerifier {
   }
 
   /** Prefixes of the account's other trial keys that still work (unrevoked, grant unexpired). */
-  async activeTrialPrefixes(accountId: string, exceptKeyId: string): Promise<string[]> {
-    const { rows } = await this.pool.query<{ key_prefix: string }>({
-      name: 'active-trial-prefixes',
-      text: ACTIVE_TRIAL_PREFIXES,
-      values: [accountId, exceptKeyId],
-    });
-    return rows.map((r) => r.key_prefix);
+  activeTrialPrefixes(accountId: string, exceptKeyId: string): Promise<string[]> {
+    return this.keys.activeTrialPrefixes(accountId, exceptKeyId);
   }
 
   /**
@@ -79,12 +51,6 @@ export class ApiKeyVerifier {
     const last = this.lastTouched.get(keyId);
     if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return;
     this.lastTouched.set(keyId, now);
-    this.pool
-      .query({
-        name: 'touch-api-key',
-        text: `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '30 seconds')`,
-        values: [keyId],
-      })
-      .catch((err: unknown) => this.logger.warn('could not record api key use', { key_id: keyId, error: err }));
+    this.keys.touch(keyId).catch((err: unknown) => this.logger.warn('could not record api key use', { key_id: keyId, error: err }));
   }
 }

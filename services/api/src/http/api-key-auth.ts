@@ -6,9 +6,7 @@ import { locals } from './request-context';
 import type { ApiKeyVerifier } from '../domain/verify-api-key';
 import { policyHeader, rateLimitHeader, type RateLimiter } from '../domain/rate-limit';
 import type { ApiMetrics } from '../infra/metrics';
-
-/** `/{public_id}` and `/{public_id}/files/...` below the task router's mount point. */
-const TASK_READ_PATH = /^\/(task_[A-Za-z0-9]{22})(?:\/|$)/;
+import type { TaskReader } from '../domain/read-task';
 
 /**
  * Authenticates `X-Api-Key` and applies the key type's rate limits, in the order the spec gives:
@@ -19,8 +17,9 @@ export function apiKeyAuth(deps: {
   verifier: ApiKeyVerifier;
   rateLimiter: RateLimiter;
   metrics: ApiMetrics;
+  taskReader: TaskReader;
 }): RequestHandler {
-  const { config, verifier, rateLimiter, metrics } = deps;
+  const { config, verifier, rateLimiter, metrics, taskReader } = deps;
   const policies = { paid: policyHeader(config.rateLimits.paid), trial: policyHeader(config.rateLimits.trial) };
 
   return async (req, res, next) => {
@@ -37,9 +36,9 @@ export function apiKeyAuth(deps: {
     }
 
     const policy = config.rateLimits[key.type];
-    // Reads of one task also fetch its status marker, in the same round trip (task-read-cache.ts).
-    const publicId = req.method === 'GET' ? TASK_READ_PATH.exec(req.path)?.[1] : undefined;
-    const outcome = await rateLimiter.consume(key.accountId, key.id, policy, publicId);
+    // Whatever the read path wants from Redis comes back with the rate limit, in one round trip.
+    const prefetchKey = taskReader.prefetchKey(req.method, req.baseUrl + req.path, key.accountId);
+    const outcome = await rateLimiter.consume(key.accountId, key.id, policy, prefetchKey);
     if (outcome.kind === 'revoked') {
       // Revoked on another replica a moment ago; its pub/sub message has not arrived here yet.
       verifier.evict(parsed.hash);
@@ -54,7 +53,7 @@ export function apiKeyAuth(deps: {
     res.setHeader('RateLimit', rateLimitHeader(outcome.state));
 
     const ctx = locals(res);
-    ctx.taskStatusMarker = outcome.taskStatus;
+    ctx.prefetched = outcome.prefetched;
     ctx.key = {
       keyId: key.id,
       accountId: key.accountId,

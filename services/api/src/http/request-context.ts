@@ -10,8 +10,8 @@ export interface RequestLocals {
   key?: KeyPrincipal;
   session?: SessionPrincipal;
   publicId?: string;
-  /** Status marker of the task this GET is about, read with the rate limit (null: none). */
-  taskStatusMarker?: number | null;
+  /** What the rate limiter read for the route along with the limit (domain/read-task.ts). */
+  prefetched?: string | null;
   /** The raw JSON body text (task creation only), for echoing `payload` unchanged. */
   rawBody?: string;
 }

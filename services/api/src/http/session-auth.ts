@@ -1,8 +1,8 @@
 import type { Request, RequestHandler } from 'express';
-import type { PrismaClient } from '@taskapi/db';
 import { ApiError, unavailable } from '../errors';
 import { locals } from './request-context';
 import type { SessionService } from '../domain/sessions';
+import type { AccountRepository } from '../repositories/accounts';
 
 export const SESSION_COOKIE = 'session';
 
@@ -44,7 +44,7 @@ export function isSameOrigin(req: Request, publicBaseUrl: string): boolean {
  * Console authentication: `Authorization: Bearer <jwt>` or the `session` cookie. Requests carrying
  * `X-Api-Key` are refused outright. Cookie-authenticated state changes must be same-origin.
  */
-export function sessionAuth(deps: { sessions: SessionService; prisma: PrismaClient; publicBaseUrl: string }): RequestHandler {
+export function sessionAuth(deps: { sessions: SessionService; accounts: Pick<AccountRepository, 'emailOf'>; publicBaseUrl: string }): RequestHandler {
   return async (req, res, next) => {
     if (req.get('x-api-key') !== undefined) throw new ApiError('SESSION_ONLY');
     const authorization = req.get('authorization');
@@ -67,13 +67,13 @@ export function sessionAuth(deps: { sessions: SessionService; prisma: PrismaClie
       throw unavailable('redis', err);
     }
     if (!session) throw new ApiError('LOGIN_REQUIRED');
-    const account = await deps.prisma.account.findUnique({ where: { id: session.accountId }, select: { email: true } });
-    if (!account) throw new ApiError('LOGIN_REQUIRED');
+    const email = await deps.accounts.emailOf(session.accountId);
+    if (email === null) throw new ApiError('LOGIN_REQUIRED');
 
     if (viaCookie && !SAFE_METHODS.has(req.method) && !isSameOrigin(req, deps.publicBaseUrl)) {
       throw new ApiError('CROSS_SITE_REFUSED');
     }
-    locals(res).session = { ...session, email: account.email, viaCookie };
+    locals(res).session = { ...session, email, viaCookie };
     next();
   };
 }

@@ -1,24 +1,7 @@
-/** OpenAPI 3.1 description of the public HTTP API (kept in step with DESIGN.md and the routes). */
-import { examples } from './examples';
-import { headerComponents, parameterComponents } from './headers-parameters';
-import { consolePaths } from './paths-console';
-import { consoleTaskPaths } from './paths-console-tasks';
-import { opsPaths } from './paths-ops';
-import { taskPaths } from './paths-tasks';
-import type { OpenApiObject } from './refs';
-import { responseComponents } from './responses';
-import { consoleSchemas } from './schemas-console';
-import { taskSchemas } from './schemas-tasks';
+/** The OpenAPI 3.1 document, generated from the route registry (see build-document.ts). */
+import { ROUTES } from '../routes';
+import { buildDocument } from './build-document';
 import { webhooks } from './webhooks';
-
-export interface OpenApiDocument {
-  openapi: string;
-  info: OpenApiObject;
-  tags: OpenApiObject[];
-  paths: Record<string, Record<string, OpenApiObject>>;
-  webhooks: Record<string, OpenApiObject>;
-  components: Record<string, Record<string, OpenApiObject>>;
-}
 
 const DESCRIPTION = `An asynchronous task platform: create video generation, image generation and face detection tasks,
 follow them by polling or by a signed webhook, and download their files.
@@ -38,26 +21,21 @@ request carrying \`X-Api-Key\`.
 **Task status**: \`0\` queued, \`10\` processing, \`20\` completed, \`30\` failed (credits refunded, \`error_code\` set),
 \`40\` cancelled (credits refunded, no webhook).`;
 
-export const openApiDocument: OpenApiDocument = {
-  openapi: '3.1.0',
-  info: {
-    title: 'Task API',
-    version: '1.0.0',
-    description: DESCRIPTION,
-  },
-  tags: [
-    { name: 'Tasks', description: 'Create, list, get and cancel tasks; download their files. API key.' },
-    { name: 'Console session', description: 'Log in and out of the console.' },
-    { name: 'API keys', description: 'Manage API keys. Login session.' },
-    { name: 'Account', description: 'Credits, trial grants and the webhook secret. Login session.' },
-    { name: 'Console tasks', description: "The account's tasks and their files, for the console pages. Login session." },
-    { name: 'Webhook deliveries', description: 'The delivery log with every attempt, and manual resend. Login session.' },
-    { name: 'Operations', description: 'Health, readiness, metrics and this document. No authentication.' },
-    { name: 'Webhooks', description: 'What the service sends to `callback_url`.' },
-  ],
-  paths: { ...taskPaths, ...consolePaths, ...consoleTaskPaths, ...opsPaths } as OpenApiDocument['paths'],
-  webhooks,
-  components: {
+let cached: { document: Record<string, unknown>; json: string } | undefined;
+
+function build() {
+  const document = buildDocument(ROUTES, {
+    info: { title: 'Task API', version: '1.0.0', description: DESCRIPTION },
+    tags: [
+      { name: 'Tasks', description: 'Create, list, get and cancel tasks; download their files. API key.' },
+      { name: 'Console session', description: 'Log in and out of the console.' },
+      { name: 'API keys', description: 'Manage API keys. Login session.' },
+      { name: 'Account', description: 'Credits, trial grants and the webhook secret. Login session.' },
+      { name: 'Console tasks', description: "The account's tasks and their files, for the console pages. Login session." },
+      { name: 'Webhook deliveries', description: 'The delivery log with every attempt, and manual resend. Login session.' },
+      { name: 'Operations', description: 'Health, readiness, metrics and this document. No authentication.' },
+      { name: 'Webhooks', description: 'What the service sends to `callback_url`.' },
+    ],
     securitySchemes: {
       ApiKey: {
         type: 'apiKey',
@@ -80,10 +58,19 @@ export const openApiDocument: OpenApiDocument = {
           'cookie must be same-origin (`Sec-Fetch-Site` or `Origin`), else 403. Used when no `Authorization` header is sent.',
       },
     },
-    schemas: { ...taskSchemas, ...consoleSchemas },
-    responses: responseComponents,
-    parameters: parameterComponents,
-    headers: headerComponents,
-    examples,
-  },
-};
+    extra: (toJson) => ({ webhooks: webhooks(toJson) }),
+  });
+  return { document, json: JSON.stringify(document) };
+}
+
+/** The document (built once, on first use). */
+export function openApiDocument(): Record<string, unknown> {
+  cached ??= build();
+  return cached.document;
+}
+
+/** The document as served by `GET /api/openapi.json`. */
+export function openApiJson(): string {
+  cached ??= build();
+  return cached.json;
+}

@@ -1,5 +1,8 @@
 // The webhook the service sends to a task's `callback_url` (DESIGN §7), as an OpenAPI 3.1 `webhooks` entry.
-import { schema, type OpenApiObject } from './refs';
+import type { z } from 'zod';
+import { webhookEventSchema } from '../schemas/tasks';
+
+type OpenApiObject = Record<string, unknown>;
 
 const headerParam = (name: string, description: string, example: string | number, type = 'string'): OpenApiObject => ({
   name,
@@ -9,7 +12,8 @@ const headerParam = (name: string, description: string, example: string | number
   schema: { type, example },
 });
 
-export const webhooks: Record<string, OpenApiObject> = {
+/** The `webhooks` section; `toJson` turns zod schemas into (component references to) JSON Schemas. */
+export const webhooks = (toJson: (schema: z.ZodType, io: 'input' | 'output') => OpenApiObject): Record<string, OpenApiObject> => ({
   taskFinished: {
     post: {
       tags: ['Webhooks'],
@@ -37,7 +41,7 @@ export const webhooks: Record<string, OpenApiObject> = {
         required: true,
         content: {
           'application/json': {
-            schema: schema('WebhookEvent'),
+            schema: toJson(webhookEventSchema, 'output'),
             examples: {
               completed: { summary: 'Image generation completed', value: { public_id: 'task_3kT9xQ2mLp7Vn4Rb8Yc1Zd', status: 20, error_code: null, payload: { order_id: 'A-1002' } } },
               failed: { summary: 'Video generation failed', value: { public_id: 'task_8Ws2Ed4Rf6Tg8Yh1Uj3Ik5', status: 30, error_code: 'engine_error', payload: null } },
@@ -61,4 +65,4 @@ export const webhooks: Record<string, OpenApiObject> = {
       },
     },
   },
-};
+});

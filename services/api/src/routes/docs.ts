@@ -1,6 +1,5 @@
 import path from 'node:path';
 import express, { Router } from 'express';
-import { openApiDocument } from '../openapi/document';
 
 const SWAGGER_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 
@@ -24,14 +23,9 @@ const INIT_JS = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id:
 // No inline script: swagger-ui only needs inline styles.
 const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'";
 
-/** The OpenAPI document and a Swagger UI page rendering it, served from the npm package. */
-export function docsRoutes(): Router {
+/** A Swagger UI page rendering `/api/openapi.json`, served from the npm package. */
+export function docsPages(): Router {
   const router = Router();
-  const body = JSON.stringify(openApiDocument);
-  router.get('/api/openapi.json', (_req, res) => {
-    res.setHeader('Cache-Control', 'public, max-age=300');
-    res.type('application/json').send(body);
-  });
   router.get('/docs', (_req, res) => {
     res.setHeader('Content-Security-Policy', CSP);
     res.type('html').send(DOCS_HTML);

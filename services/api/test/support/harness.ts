@@ -63,7 +63,7 @@ export interface TestAccount {
 /** An account created the way the operator CLI does, logged in through the real login endpoint. */
 export async function seedAccount(api: TestApi, opts: { credits?: number; label?: string } = {}): Promise<TestAccount> {
   const email = uniqueEmail(opts.label);
-  const created = await createAccount(api.deps.db.prisma, api.config.secretsKey, {
+  const created = await createAccount(api.deps.repos, api.config.secretsKey, {
     email,
     passwordHash: await testPasswordHash(),
     credits: opts.credits ?? 0,
@@ -75,12 +75,12 @@ export async function seedAccount(api: TestApi, opts: { credits?: number; label?
 }
 
 export async function topUp(api: TestApi, account: TestAccount, amount: number): Promise<void> {
-  await addCredits(api.deps.db.prisma, account.email, amount);
+  await addCredits(api.deps.repos, account.email, amount);
 }
 
 /** A trial grant on the account; `expiresInMs` may be negative (the row is then aged in place). */
 export async function seedGrant(api: TestApi, account: TestAccount, quota: number, expiresInMs = 7 * 86_400_000): Promise<string> {
-  const { grant_id } = await grantTrial(api.deps.db.prisma, account.email, quota, new Date(Date.now() + Math.max(expiresInMs, 60_000)));
+  const { grant_id } = await grantTrial(api.deps.repos, account.email, quota, new Date(Date.now() + Math.max(expiresInMs, 60_000)));
   if (expiresInMs < 60_000) await expireGrant(api, grant_id, expiresInMs);
   return grant_id;
 }

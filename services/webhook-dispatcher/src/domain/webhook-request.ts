@@ -1,10 +1,12 @@
 import { standardWebhookSignature, webhookSignature } from '@taskapi/crypto';
 import { TaskStatus } from '@taskapi/domain';
+import { isTaskKind, TASK_KIND_CATALOG } from '@taskapi/task-kinds';
 import type { DeliveryToSend } from './load-delivery';
 
 /**
- * The webhook body (spec): `{"public_id","status","error_code","payload"}`, plus `"result"` for face
- * detection (`null` when it failed). Built as text so `payload` and `result` go out exactly as stored.
+ * The webhook body (spec): `{"public_id","status","error_code","payload"}`, plus `"result"` for the
+ * kinds whose catalog entry says so (face detection; `null` when it failed). Built as text so
+ * `payload` and `result` go out exactly as stored.
  */
 export function webhookBody(d: DeliveryToSend): string {
   const completed = d.task_status === TaskStatus.completed;
@@ -13,7 +15,7 @@ export function webhookBody(d: DeliveryToSend): string {
     `,"status":${d.task_status}` +
     `,"error_code":${completed || d.error_code === null ? 'null' : JSON.stringify(d.error_code)}` +
     `,"payload":${d.payload ?? 'null'}`;
-  if (d.kind === 'face-detection') body += `,"result":${completed && d.result !== null ? d.result : 'null'}`;
+  if (isTaskKind(d.kind) && TASK_KIND_CATALOG[d.kind].webhook.result) body += `,"result":${completed && d.result !== null ? d.result : 'null'}`;
   return `${body}}`;
 }
 

@@ -1,9 +1,9 @@
 import { EgressError, type EgressClient } from '@taskapi/egress';
+// The same limit as an uploaded `image_base64`.
+import { MAX_IMAGE_BYTES } from '@taskapi/task-kinds';
 import { ImageFetchError, TaskInputError, type EngineImage } from '../engines/engine';
 import type { ClaimedTask } from './start-task';
 
-/** Same limit as an uploaded `image_base64`. */
-export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 export const IMAGE_FETCH_TIMEOUT_MS = 15_000;
 
 function sniff(data: Buffer): 'image/png' | 'image/jpeg' | null {

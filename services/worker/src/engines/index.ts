@@ -17,29 +17,41 @@ export function resolveVideoFormat(config: Pick<Config, 'videoFormat' | 'ffmpegP
   return available ? 'mp4' : 'gif';
 }
 
+interface BuiltinEngine {
+  engine: Engine;
+  /** For the start-up log when more than `builtin`, e.g. `builtin (mp4)`. */
+  description?: string;
+}
+
+/** The built-in CPU engine of each kind; a kind missing here fails to compile. */
+const BUILTIN_ENGINES = {
+  'video-generation': (config) => {
+    const format = resolveVideoFormat(config);
+    return { engine: createVideoGenerationEngine({ format, ffmpegPath: config.ffmpegPath }), description: `builtin (${format})` };
+  },
+  'image-generation': () => ({ engine: createImageGenerationEngine() }),
+  'face-detection': () => ({ engine: createFaceDetectionEngine() }),
+} satisfies Record<TaskKind, (config: Config) => BuiltinEngine>;
+
 export interface Engines {
   engines: Partial<Record<TaskKind, Engine>>;
   /** What each kind runs on, for the start-up log: `http`, `builtin`, or `builtin (mp4)`/`builtin (gif)` for video. */
   description: Partial<Record<TaskKind, string>>;
 }
 
-/** The engine of each kind this process runs, as configured (`ENGINE_<KIND>=builtin|http`). */
+/** The engine of each kind this process runs, as configured (the kind's engine variable, `ENGINE_<KIND>=builtin|http`). */
 export function createEngines(config: Config, kinds: readonly TaskKind[]): Engines {
   const engines: Partial<Record<TaskKind, Engine>> = {};
   const description: Partial<Record<TaskKind, string>> = {};
   for (const kind of kinds) {
-    description[kind] = config.engines[kind];
     if (config.engines[kind] === 'http') {
       if (!config.httpEngine) throw new Error('HTTP_ENGINE_URL is required for the http engine');
       engines[kind] = createHttpEngine(config.httpEngine);
-    } else if (kind === 'image-generation') {
-      engines[kind] = createImageGenerationEngine();
-    } else if (kind === 'video-generation') {
-      const format = resolveVideoFormat(config);
-      engines[kind] = createVideoGenerationEngine({ format, ffmpegPath: config.ffmpegPath });
-      description[kind] = `builtin (${format})`;
+      description[kind] = 'http';
     } else {
-      engines[kind] = createFaceDetectionEngine();
+      const builtin: BuiltinEngine = BUILTIN_ENGINES[kind](config);
+      engines[kind] = builtin.engine;
+      description[kind] = builtin.description ?? 'builtin';
     }
   }
   return { engines, description };

@@ -1,0 +1,238 @@
+// Builds the OpenAPI 3.1 document from the route registry: paths and parameters from each route's
+// declaration, JSON Schemas from its zod schemas, error responses and their exact messages from the
+// error table. Nothing here restates the contract; it only arranges it.
+import { z } from 'zod';
+import { API_ERRORS, type ErrorCode } from '../errors';
+import type { Route, ResponseSpec } from '../http/route';
+import { errorSchema, expiredTrialKeySchema, insufficientCreditsSchema, rateLimitedSchema, validationErrorSchema } from '../schemas/errors';
+import { loginRateLimitedSchema } from '../schemas/console';
+import { ERROR_EXAMPLE_FIELDS, ERROR_RESPONSE_NOTES } from './error-docs';
+import { RESPONSE_HEADERS, type ResponseHeader } from './headers';
+
+type Json = Record<string, unknown>;
+
+const COMPONENT_REF = '#/components/schemas/';
+
+/** Body schema of each error code that adds fields to `message`. */
+const ERROR_BODIES: Partial<Record<ErrorCode, z.ZodType>> = {
+  TRIAL_KEY_EXPIRED: expiredTrialKeySchema,
+  RATE_LIMITED: rateLimitedSchema,
+  INSUFFICIENT_CREDITS: insufficientCreditsSchema,
+  TOO_MANY_LOGIN_ATTEMPTS: loginRateLimitedSchema,
+  INVALID_FIELD: validationErrorSchema,
+  INVALID_PARAMETER: validationErrorSchema,
+  INVALID_REQUEST: validationErrorSchema,
+};
+
+/** Collects JSON Schemas, hoisting every schema with a `meta({ id })` into `components.schemas`. */
+class SchemaCollector {
+  readonly components: Record<string, Json> = {};
+
+  toJson(schema: z.ZodType, io: 'input' | 'output'): Json {
+    const out = z.toJSONSchema(schema, {
+      target: 'draft-2020-12',
+      io,
+      unrepresentable: 'any',
+      metadata: z.globalRegistry,
+      override: ({ jsonSchema }) => {
+        // zod spells date-time out as a long pattern; the format says it.
+        if (jsonSchema.format === 'date-time') delete jsonSchema.pattern;
+        // Safe-integer bounds are implied by `integer`.
+        if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+        if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+        // Responses may gain fields over time; only request bodies are closed.
+        if (io === 'output' && jsonSchema.additionalProperties === false) delete jsonSchema.additionalProperties;
+      },
+    }) as Json;
+    const rewritten = JSON.parse(JSON.stringify(out).replaceAll('"#/$defs/', `"${COMPONENT_REF}`)) as Json;
+    const { $schema: _schema, $defs, ...root } = rewritten as Json & { $defs?: Record<string, Json> };
+    for (const [id, def] of Object.entries($defs ?? {})) this.components[id] ??= def;
+    const id = z.globalRegistry.get(schema)?.id;
+    if (typeof id === 'string') {
+      this.components[id] ??= root;
+      return { $ref: `${COMPONENT_REF}${id}` };
+    }
+    return root;
+  }
+}
+
+/** Response headers by name, as references to `components.headers` (recorded in `used`). */
+function headerObjects(names: readonly ResponseHeader[], used: Set<ResponseHeader>): Json {
+  const out: Json = {};
+  for (const key of names) {
+    const spec: { name?: string; description: string } = RESPONSE_HEADERS[key];
+    used.add(key);
+    out[spec.name ?? key] = { $ref: `#/components/headers/${key}` };
+  }
+  return out;
+}
+
+function example(code: ErrorCode, invalid?: readonly [string, string, string]): { summary: string; value: Json } {
+  const spec = API_ERRORS[code] as { message: string | ((p: { name: string; problem: string }) => string) };
+  if (invalid) {
+    const [summary, name, problem] = invalid;
+    const message =
+      name === '(body)'
+        ? `Request body ${problem}.`
+        : (spec.message as (p: { name: string; problem: string }) => string)({ name, problem });
+    return { summary, value: { message, errors: [{ field: name, message: problem }] } };
+  }
+  const message = typeof spec.message === 'string' ? spec.message : spec.message({ name: 'name', problem: 'is invalid' });
+  const sample = ERROR_EXAMPLE_FIELDS[code];
+  return { summary: sample?.summary ?? message, value: { message: sample?.message ?? message, ...sample?.fields } };
+}
+
+/** The code of a validation problem with `field`: the body as a whole, a query parameter, or a body field. */
+function validationCode(route: Route, field: string): ErrorCode {
+  if (field === '(body)') return 'INVALID_REQUEST';
+  return route.query ? 'INVALID_PARAMETER' : 'INVALID_FIELD';
+}
+
+/** Error codes a route can answer with, besides its own: from its authentication, parameters and body. */
+function impliedErrors(route: Route): ErrorCode[] {
+  const codes: ErrorCode[] = [];
+  if (route.auth === 'apiKey') codes.push('API_KEY_REQUIRED', 'INVALID_API_KEY', 'TRIAL_KEY_EXPIRED', 'RATE_LIMITED');
+  if (route.auth === 'session') codes.push('SESSION_ONLY', 'LOGIN_REQUIRED');
+  if (route.auth === 'session' && route.method === 'post') codes.push('CROSS_SITE_REFUSED');
+  if (route.params) codes.push('MALFORMED_REQUEST', route.params.invalid);
+  if (route.query) codes.push('INVALID_PARAMETER');
+  if (route.headers) codes.push(route.headers.invalid);
+  if (route.body) {
+    codes.push('INVALID_REQUEST', 'INVALID_FIELD', 'MALFORMED_JSON', 'BODY_TOO_LARGE', 'UNSUPPORTED_ENCODING');
+    if (route.body.strict) codes.push('CONTENT_TYPE_NOT_JSON');
+  }
+  if (route.auth !== 'none') codes.push('INTERNAL', 'SERVICE_UNAVAILABLE');
+  return codes;
+}
+
+function errorResponses(route: Route, schemas: SchemaCollector, usedHeaders: Set<ResponseHeader>): Record<string, Json> {
+  const codes = [...new Set([...impliedErrors(route), ...(route.errors ?? [])])];
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const status = API_ERRORS[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Record<string, Json> = {};
+  for (const [status, group] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const bodies = [...new Set(group.map((c) => ERROR_BODIES[c] ?? errorSchema))];
+    const examples: Record<string, Json> = {};
+    for (const code of group) {
+      const samples = (route.invalidExamples ?? []).filter((sample) => validationCode(route, sample[1]) === code);
+      samples.forEach((sample, i) => (examples[`${code}_${i + 1}`] = example(code, sample)));
+      if (samples.length > 0) continue;
+      if (code === 'BODY_TOO_LARGE' && route.body) {
+        const limit = route.body.limit;
+        examples[code] = { summary: `Over the ${limit}-byte body limit`, value: { message: `Request body too large (limit ${limit} bytes).` } };
+      } else {
+        examples[code] = example(code);
+      }
+    }
+    const headers: ResponseHeader[] = ['X-Request-Id'];
+    if (route.auth === 'apiKey' && status !== 401 && status !== 503) headers.push('RateLimit-Policy', 'RateLimit');
+    if (group.some((c) => c === 'RATE_LIMITED' || c === 'TOO_MANY_LOGIN_ATTEMPTS' || c === 'SERVICE_UNAVAILABLE')) headers.push('Retry-After');
+    const schema = bodies.length === 1 ? schemas.toJson(bodies[0] as z.ZodType, 'output') : { anyOf: bodies.map((b) => schemas.toJson(b, 'output')) };
+    out[String(status)] = {
+      description: group.map((c) => ERROR_RESPONSE_NOTES[c] ?? `\`${example(c).value.message as string}\``).join(' '),
+      headers: headerObjects(headers, usedHeaders),
+      content: { 'application/json': { schema, examples } },
+    };
+  }
+  return out;
+}
+
+function successResponse(route: Route, spec: ResponseSpec, schemas: SchemaCollector, usedHeaders: Set<ResponseHeader>): Json {
+  const base: ResponseHeader[] = route.auth === 'apiKey' ? ['X-Request-Id', 'RateLimit-Policy', 'RateLimit'] : ['X-Request-Id'];
+  const out: Json = { description: spec.description, headers: headerObjects([...base, ...(spec.headers ?? [])], usedHeaders) };
+  if (spec.schema) {
+    const media: Json = { schema: schemas.toJson(spec.schema, 'output') };
+    if (spec.examples) media.examples = spec.examples;
+    out.content = { 'application/json': media };
+  } else if (spec.content) {
+    out.content = spec.content;
+  }
+  return out;
+}
+
+function parameters(route: Route, schemas: SchemaCollector): Json[] {
+  const out: Json[] = [];
+  const fromObject = (schema: z.ZodType | undefined, where: 'path' | 'query' | 'header', describe: Record<string, string> = {}) => {
+    if (!schema) return;
+    const json = schemas.toJson(schema, 'input') as { properties?: Record<string, Json>; required?: string[] };
+    for (const [name, property] of Object.entries(json.properties ?? {})) {
+      const { description, ...rest } = property as Json & { description?: string };
+      out.push({
+        name: where === 'header' ? name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase()) : name,
+        in: where,
+        required: where === 'path' || (json.required ?? []).includes(name),
+        description: describe[name] ?? description,
+        schema: rest,
+      });
+    }
+  };
+  fromObject(route.params?.schema, 'path', route.params?.describe);
+  fromObject(route.query, 'query');
+  fromObject(route.headers?.schema, 'header', route.headers?.describe);
+  return out;
+}
+
+const SECURITY: Record<Route['auth'], Json[]> = {
+  apiKey: [{ ApiKey: [] }],
+  session: [{ Session: [] }, { SessionCookie: [] }],
+  none: [],
+};
+
+function operation(route: Route, schemas: SchemaCollector, usedHeaders: Set<ResponseHeader>): Json {
+  const responses: Record<string, Json> = {};
+  for (const [status, spec] of Object.entries(route.responses)) responses[status] = successResponse(route, spec, schemas, usedHeaders);
+  for (const [status, response] of Object.entries(errorResponses(route, schemas, usedHeaders))) responses[status] ??= response;
+  const op: Json = {
+    tags: [route.tag],
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    security: SECURITY[route.auth],
+  };
+  const params = parameters(route, schemas);
+  if (params.length > 0) op.parameters = params;
+  if (route.body) {
+    const media: Json = { schema: schemas.toJson(route.body.schema, 'input') };
+    if (route.body.example !== undefined) media.example = route.body.example;
+    op.requestBody = { required: true, content: { 'application/json': media } };
+  }
+  op.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
+  return op;
+}
+
+export interface DocumentInfo {
+  info: Json;
+  tags: Json[];
+  securitySchemes: Json;
+  /** Extra top-level sections (`webhooks`), given the schema collector so they can reference components. */
+  extra?: (toJson: (schema: z.ZodType, io: 'input' | 'output') => Json) => Json;
+}
+
+/** The OpenAPI 3.1 document of `routes`. */
+export function buildDocument(routes: readonly Route[], doc: DocumentInfo): Json {
+  const schemas = new SchemaCollector();
+  const usedHeaders = new Set<ResponseHeader>();
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const route of routes) (paths[route.path] ??= {})[route.method] = operation(route, schemas, usedHeaders);
+  const extra = doc.extra?.((schema, io) => schemas.toJson(schema, io)) ?? {};
+  return {
+    openapi: '3.1.0',
+    info: doc.info,
+    tags: doc.tags,
+    paths,
+    ...extra,
+    components: {
+      securitySchemes: doc.securitySchemes,
+      schemas: Object.fromEntries(Object.entries(schemas.components).sort(([a], [b]) => a.localeCompare(b))),
+      headers: Object.fromEntries(
+        [...usedHeaders].sort().map((key) => {
+          const { name: _name, ...header } = RESPONSE_HEADERS[key] as { name?: string; description: string; schema: Json };
+          return [key, header];
+        }),
+      ),
+    },
+  };
+}

@@ -1,0 +1,40 @@
+// What the document says about error codes beyond their message (src/errors.ts): sample fields for
+// the examples, and when each code is answered.
+import type { ErrorCode } from '../errors';
+
+interface ExampleFields {
+  summary: string;
+  fields?: Record<string, unknown>;
+  /** A concrete message for codes whose message is built from the request. */
+  message?: string;
+}
+
+export const ERROR_EXAMPLE_FIELDS: Partial<Record<ErrorCode, ExampleFields>> = {
+  TRIAL_KEY_EXPIRED: { summary: "Trial key whose grant expired; the account's other working trial keys", fields: { active_key_prefixes: ['sk-test-Ab12Cd34'] } },
+  RATE_LIMITED: { summary: 'Minute window exhausted (paid key)', fields: { limit: 300, window: 'minute', retry_after: 12 } },
+  INSUFFICIENT_CREDITS: { summary: 'Balance or grant quota below the task cost', fields: { required: 10, available: 3 } },
+  TOO_MANY_LOGIN_ATTEMPTS: { summary: 'Too many attempts from this IP or failures for this e-mail', fields: { retry_after: 840 } },
+  INVALID_REQUEST: { summary: 'No JSON body was sent', message: 'Request body must be a JSON object.' },
+};
+
+export const ERROR_RESPONSE_NOTES: Partial<Record<ErrorCode, string>> = {
+  API_KEY_REQUIRED: '`X-Api-Key` absent or blank: `API key required.`',
+  INVALID_API_KEY: 'Unknown, malformed or revoked key: `Invalid API key.`',
+  TRIAL_KEY_EXPIRED: 'Trial key whose grant has expired: `This trial API key has expired.` with `active_key_prefixes`. Not counted against the rate limit.',
+  RATE_LIMITED:
+    'A rate limit of the key is exhausted (paid 300/minute and 100000/day, trial 20/minute and 1000/day by default). Rejected requests are not counted.',
+  SESSION_ONLY: 'The request carries `X-Api-Key` (refused whatever else it carries).',
+  LOGIN_REQUIRED: 'No valid session: missing, malformed, forged, expired or logged-out token.',
+  CROSS_SITE_REFUSED:
+    'A state-changing request authenticated by the `session` cookie did not come from this site (`Sec-Fetch-Site` not `same-origin`/`none`, or, without it, `Origin` not this server). Bearer-token requests are not checked.',
+  MALFORMED_REQUEST: 'A path parameter is not valid percent-encoding.',
+  INVALID_FIELD: 'The body is invalid; validation errors list every problem in `errors`.',
+  INVALID_PARAMETER: 'A query parameter is invalid, unknown or repeated; validation errors list every problem in `errors`.',
+  INVALID_REQUEST: 'The body is missing or is not a JSON object.',
+  MALFORMED_JSON: 'The body is not valid JSON.',
+  BODY_TOO_LARGE: 'The body is over the limit for this endpoint.',
+  UNSUPPORTED_ENCODING: 'An unsupported `Content-Encoding` (gzip, deflate and br are accepted) or a charset that is not UTF-8/16/32.',
+  CONTENT_TYPE_NOT_JSON: 'A body was sent with a Content-Type other than `application/json`.',
+  INTERNAL: 'Unexpected error, logged with the request id.',
+  SERVICE_UNAVAILABLE: 'PostgreSQL or Redis is unreachable. Never an open door: key and session checks fail closed. `Retry-After: 1`.',
+};

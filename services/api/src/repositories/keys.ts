@@ -1,0 +1,213 @@
+// API keys (`api_keys`, `api_key_reveals`): raw SQL on the pg pool, for every statement. The
+// lookup by hash runs on each key-cache miss (including every unknown key), where a named
+// statement costs a sixth of the typed client's query; one style for the whole family keeps the
+// console's key management in the same shape. Trial grants are read here only as the key binds to
+// them (expiry, quota); they are written by grants.ts and the task SQL functions.
+import type pg from 'pg';
+import { z } from 'zod';
+import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from './sql';
+
+const keyType = z.enum(['paid', 'trial']);
+
+// ---- Hot path: authentication of `X-Api-Key` ----
+
+const KEY_BY_HASH = statement(
+  'api-key-by-hash',
+  `
+SELECT k.id, k.account_id, k.type, k.grant_id, k.key_prefix, (k.revoked_at IS NOT NULL) AS revoked,
+       g.expires_at AS grant_expires_at
+  FROM api_keys k LEFT JOIN trial_grants g ON g.id = k.grant_id
+ WHERE k.key_hash = $1`,
+  z.object({
+    id: z.string(),
+    account_id: z.string(),
+    type: keyType,
+    grant_id: z.string().nullable(),
+    key_prefix: z.string(),
+    revoked: z.boolean(),
+    /** Expiry of the bound trial grant; null for paid keys. */
+    grant_expires_at: z.date().nullable(),
+  }),
+);
+
+/** What authentication needs to know about a key. */
+export type KeyAuthRow = z.output<typeof KEY_BY_HASH.row>;
+
+const ACTIVE_TRIAL_PREFIXES = statement(
+  'active-trial-prefixes',
+  `
+SELECT k.key_prefix
+  FROM api_keys k JOIN trial_grants g ON g.id = k.grant_id
+ WHERE k.account_id = $1 AND k.id <> $2 AND k.type = 'trial' AND k.revoked_at IS NULL AND g.expires_at > now()
+ ORDER BY k.created_at`,
+  z.object({ key_prefix: z.string() }),
+);
+
+const TOUCH_SQL = `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '30 seconds')`;
+
+// ---- Console: key management ----
+
+const KEY_COLUMNS = `k.id, k.type, k.key_prefix, k.grant_id, k.created_at, k.last_used_at, k.revoked_at, k.key_hash,
+       g.expires_at AS grant_expires_at`;
+
+const keyRow = z.object({
+  id: z.string(),
+  type: keyType,
+  key_prefix: z.string(),
+  grant_id: z.string().nullable(),
+  created_at: z.date(),
+  last_used_at: z.date().nullable(),
+  revoked_at: z.date().nullable(),
+  /** Hex SHA-256 of the key: what revocation announcements name. */
+  key_hash: z.string(),
+  grant_expires_at: z.date().nullable(),
+});
+
+/** A key as the console manages it (never the key itself). */
+export type KeyRow = z.output<typeof keyRow>;
+
+const LIST_KEYS = statement(
+  'list-api-keys',
+  `
+SELECT ${KEY_COLUMNS}
+  FROM api_keys k LEFT JOIN trial_grants g ON g.id = k.grant_id
+ WHERE k.account_id = $1 AND ($2::api_key_type IS NULL OR k.type = $2::api_key_type)
+ ORDER BY k.created_at DESC, k.id DESC`,
+  keyRow,
+);
+
+const FIND_KEY = statement(
+  'find-api-key',
+  `SELECT ${KEY_COLUMNS} FROM api_keys k LEFT JOIN trial_grants g ON g.id = k.grant_id WHERE k.id = $1 AND k.account_id = $2`,
+  keyRow,
+);
+
+const LOCK_KEY = statement(
+  'lock-api-key',
+  `SELECT ${KEY_COLUMNS} FROM api_keys k LEFT JOIN trial_grants g ON g.id = k.grant_id WHERE k.id = $1 AND k.account_id = $2 FOR UPDATE OF k`,
+  keyRow,
+);
+
+const FIND_KEY_SECRET = statement(
+  'find-api-key-secret',
+  `SELECT ${KEY_COLUMNS}, k.key_ciphertext FROM api_keys k LEFT JOIN trial_grants g ON g.id = k.grant_id WHERE k.id = $1 AND k.account_id = $2`,
+  keyRow.extend({ key_ciphertext: z.string() }),
+);
+
+/** A key with its encrypted plaintext (for "show key"). */
+export type KeySecretRow = z.output<typeof FIND_KEY_SECRET.row>;
+
+const REVOKE_KEY = statement(
+  'revoke-api-key',
+  `
+WITH k AS (
+  UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL
+  RETURNING id, type, key_prefix, grant_id, created_at, last_used_at, revoked_at, key_hash)
+SELECT ${KEY_COLUMNS} FROM k LEFT JOIN trial_grants g ON g.id = k.grant_id`,
+  keyRow,
+);
+
+// The partial unique index allows one unrevoked key per grant, whatever the concurrency: a second
+// insert for the grant waits for the first to commit, then inserts nothing.
+const INSERT_KEY = statement(
+  'insert-api-key',
+  `
+WITH k AS (
+  INSERT INTO api_keys (id, account_id, type, grant_id, key_hash, key_prefix, key_ciphertext)
+  VALUES ($1, $2, $3::api_key_type, $4, $5, $6, $7)
+  ON CONFLICT (grant_id) WHERE revoked_at IS NULL DO NOTHING
+  RETURNING id, type, key_prefix, grant_id, created_at, last_used_at, revoked_at, key_hash)
+SELECT ${KEY_COLUMNS} FROM k LEFT JOIN trial_grants g ON g.id = k.grant_id`,
+  keyRow,
+);
+
+const INSERT_REVEAL_SQL = `INSERT INTO api_key_reveals (api_key_id, account_id, ip, user_agent) VALUES ($1, $2, $3, $4)`;
+
+const GRANT_FOR_BINDING = statement(
+  'grant-for-key',
+  'SELECT expires_at, quota_remaining FROM trial_grants WHERE id = $1 AND account_id = $2',
+  z.object({ expires_at: z.date(), quota_remaining: z.number() }),
+);
+
+/** A trial grant as a key binding to it sees it. */
+export type BindableGrantRow = z.output<typeof GRANT_FOR_BINDING.row>;
+
+export interface NewKey {
+  id: string;
+  accountId: string;
+  type: 'paid' | 'trial';
+  /** Set exactly for trial keys. */
+  grantId: string | null;
+  keyHash: string;
+  keyPrefix: string;
+  keyCiphertext: string;
+}
+
+/** The key statements, on the pool or inside a transaction (`KeyRepository.transaction`). */
+export class KeyQueries {
+  constructor(protected readonly db: SqlExecutor) {}
+
+  /** The key with this hash, or null. */
+  findByHash(hash: string): Promise<KeyAuthRow | null> {
+    return queryFirst(this.db, KEY_BY_HASH, [hash]);
+  }
+
+  /** Prefixes of the account's other trial keys that still work (unrevoked, grant unexpired), oldest first. */
+  async activeTrialPrefixes(accountId: string, exceptKeyId: string): Promise<string[]> {
+    return (await queryRows(this.db, ACTIVE_TRIAL_PREFIXES, [accountId, exceptKeyId])).map((r) => r.key_prefix);
+  }
+
+  /** Sets `last_used_at` to now unless it was set in the last 30 seconds. */
+  async touch(keyId: string): Promise<void> {
+    await execute(this.db, 'touch-api-key', TOUCH_SQL, [keyId]);
+  }
+
+  /** The account's keys (optionally of one type), newest first. */
+  list(accountId: string, type?: 'paid' | 'trial'): Promise<KeyRow[]> {
+    return queryRows(this.db, LIST_KEYS, [accountId, type ?? null]);
+  }
+
+  find(accountId: string, keyId: string): Promise<KeyRow | null> {
+    return queryFirst(this.db, FIND_KEY, [keyId, accountId]);
+  }
+
+  /** `find`, locking the key's row until the transaction ends (two concurrent reissues: one waits). */
+  findForUpdate(accountId: string, keyId: string): Promise<KeyRow | null> {
+    return queryFirst(this.db, LOCK_KEY, [keyId, accountId]);
+  }
+
+  findWithSecret(accountId: string, keyId: string): Promise<KeySecretRow | null> {
+    return queryFirst(this.db, FIND_KEY_SECRET, [keyId, accountId]);
+  }
+
+  /** Revokes the key now; null when it is unknown or was already revoked. */
+  revoke(accountId: string, keyId: string): Promise<KeyRow | null> {
+    return queryFirst(this.db, REVOKE_KEY, [keyId, accountId, new Date()]);
+  }
+
+  /** Inserts a key; null when its trial grant already has an unrevoked key. */
+  insert(key: NewKey): Promise<KeyRow | null> {
+    return queryFirst(this.db, INSERT_KEY, [key.id, key.accountId, key.type, key.grantId, key.keyHash, key.keyPrefix, key.keyCiphertext]);
+  }
+
+  /** Writes the audit row of a "show key". */
+  async recordReveal(accountId: string, keyId: string, audit: { ip: string | null; userAgent: string | null }): Promise<void> {
+    await execute(this.db, 'insert-api-key-reveal', INSERT_REVEAL_SQL, [keyId, accountId, audit.ip, audit.userAgent]);
+  }
+
+  /** The account's trial grant a key would bind to, or null. */
+  grantForBinding(accountId: string, grantId: string): Promise<BindableGrantRow | null> {
+    return queryFirst(this.db, GRANT_FOR_BINDING, [grantId, accountId]);
+  }
+}
+
+export class KeyRepository extends KeyQueries {
+  constructor(private readonly pool: pg.Pool) {
+    super(pool);
+  }
+
+  /** Runs `fn` in one transaction: it commits when `fn` resolves and rolls back when it throws. */
+  transaction<T>(fn: (tx: KeyQueries) => Promise<T>): Promise<T> {
+    return transaction(this.pool, async (client) => ({ commit: true, value: await fn(new KeyQueries(client)) }));
+  }
+}

@@ -1,0 +1,74 @@
+// The raw-SQL style of the repositories: named (prepared) statements on the shared pg pool, each
+// with a zod schema that parses its rows, so a row type is declared once and checked at run time.
+import type pg from 'pg';
+import type { z } from 'zod';
+
+/** The pg pool, or one client inside a transaction. */
+export interface SqlExecutor {
+  query: pg.Pool['query'];
+}
+
+/**
+ * One SQL statement. `name` makes pg prepare it once per connection; the same name must always
+ * carry the same text. `row` parses each returned row and is where the row type comes from.
+ */
+export interface Statement<Row extends z.ZodType> {
+  name: string;
+  text: string;
+  row: Row;
+}
+
+/** Declares a statement; its row type is `z.output<typeof row>`. */
+export function statement<Row extends z.ZodType>(name: string, text: string, row: Row): Statement<Row> {
+  return { name, text, row };
+}
+
+/** A result row that does not match its statement's schema: the SQL and the schema disagree (a bug). */
+export class RowShapeError extends Error {
+  constructor(statementName: string, cause: unknown) {
+    super(`a row of statement "${statementName}" does not match its schema`, { cause });
+    this.name = 'RowShapeError';
+  }
+}
+
+/** Runs `stmt` and parses every row. */
+export async function queryRows<Row extends z.ZodType>(db: SqlExecutor, stmt: Statement<Row>, values: unknown[]): Promise<Array<z.output<Row>>> {
+  const { rows } = await db.query({ name: stmt.name, text: stmt.text, values });
+  const parsed: Array<z.output<Row>> = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const result = stmt.row.safeParse(rows[i]);
+    if (!result.success) throw new RowShapeError(stmt.name, result.error);
+    parsed[i] = result.data;
+  }
+  return parsed;
+}
+
+/** Runs `stmt` and parses its first row, or returns null when there is none. */
+export async function queryFirst<Row extends z.ZodType>(db: SqlExecutor, stmt: Statement<Row>, values: unknown[]): Promise<z.output<Row> | null> {
+  return (await queryRows(db, stmt, values))[0] ?? null;
+}
+
+/** Runs a statement that returns no rows the caller needs; returns how many rows it touched. */
+export async function execute(db: SqlExecutor, name: string, text: string, values: unknown[]): Promise<number> {
+  const { rowCount } = await db.query({ name, text, values });
+  return rowCount ?? 0;
+}
+
+/**
+ * Runs `fn` on one connection inside BEGIN … COMMIT; any error rolls back and is rethrown.
+ * `fn` decides to roll back without an error by returning `{ commit: false, value }`.
+ */
+export async function transaction<T>(pool: pg.Pool, fn: (client: SqlExecutor) => Promise<{ commit: boolean; value: T }>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { commit, value } = await fn(client);
+    await client.query(commit ? 'COMMIT' : 'ROLLBACK');
+    return value;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

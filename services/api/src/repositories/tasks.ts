@@ -1,0 +1,178 @@
+// Tasks (`tasks`, `task_inputs`): raw SQL on the pg pool. These are the API's hot statements —
+// reads that clients poll, lists, and creation through the `create_tasks` function.
+import type pg from 'pg';
+import { z } from 'zod';
+import { finishTaskAndRecord, TASK_KINDS, type FinishedTask, type FinishTaskInput, type MarkerRedis, type TaskKind } from '@taskapi/domain';
+import { IdempotencyRepository } from './idempotency';
+import { queryFirst, queryRows, statement, transaction, type SqlExecutor } from './sql';
+
+const TASK_COLUMNS = `id, public_id, kind, status, error_code, input::text AS input, payload::text AS payload,
+  callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files`;
+
+const taskRow = z.object({
+  /** Internal id (int8, so a string): ordering and foreign keys, never shown to customers. */
+  id: z.string(),
+  public_id: z.string(),
+  kind: z.enum(TASK_KINDS),
+  status: z.number(),
+  error_code: z.string().nullable(),
+  /** JSON columns arrive as their source text, so the task JSON can echo them exactly. */
+  input: z.string(),
+  payload: z.string().nullable(),
+  callback_url: z.string().nullable(),
+  cost: z.number(),
+  created_at: z.date(),
+  started_at: z.date().nullable(),
+  finished_at: z.date().nullable(),
+  result: z.string().nullable(),
+  /** `[{name, content_type, size}]` as JSON text. */
+  files: z.string(),
+});
+
+/** A task as the repository reads it (`TASK_COLUMNS`). */
+export type TaskRow = z.output<typeof taskRow>;
+
+const TASK_BY_PUBLIC_ID = statement('task-by-public-id', `SELECT ${TASK_COLUMNS} FROM tasks WHERE public_id = $1 AND account_id = $2`, taskRow);
+const TASK_BY_ID = statement('task-by-id', `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, taskRow);
+const TASK_ID_BY_PUBLIC_ID = statement('task-cursor', 'SELECT id FROM tasks WHERE public_id = $1 AND account_id = $2', z.object({ id: z.string() }));
+
+// The charge and the inserts happen in the `create_tasks` function (migration
+// 20261122000000_create_tasks_function): one call charges one payer for a batch of creations.
+// Rows come back in the order of the arrays.
+const CREATE_TASKS = statement(
+  'create-tasks',
+  `
+SELECT ordinal, task_id, created_at, available, grant_expired
+  FROM create_tasks($1, $2, $3::text[], $4::text[], $5::task_kind[], $6::json[], $7::json[], $8::text[], $9::int[], $10::text[], $11::bytea[])`,
+  z.object({
+    ordinal: z.number(),
+    /** Null when the payer could not pay (nothing was inserted for this creation). */
+    task_id: z.string().nullable(),
+    created_at: z.date().nullable(),
+    /** The payer's credits after this creation (or before it, when refused). */
+    available: z.number(),
+    /** True when the trial grant expired before the charge. */
+    grant_expired: z.boolean(),
+  }),
+);
+
+/** The outcome of one creation in `create_tasks`. */
+export type CreationOutcome = z.output<typeof CREATE_TASKS.row>;
+
+/** Who pays for a batch of creations: the account's paid balance, or one trial grant (`grantId`). */
+export interface Payer {
+  accountId: string;
+  grantId: string | null;
+}
+
+/** A task to insert and charge. */
+export interface NewTask {
+  publicId: string;
+  apiKeyId: string;
+  kind: TaskKind;
+  /** `tasks.input` as JSON text. */
+  inputText: string;
+  /** `tasks.payload` as JSON text, or null. */
+  payloadText: string | null;
+  callbackUrl: string | null;
+  cost: number;
+  /** Image bytes kept in `task_inputs`, or null. */
+  upload: { contentType: string; data: Buffer } | null;
+}
+
+export interface TaskListQuery {
+  statuses?: number[];
+  kind?: TaskKind;
+  /** Only tasks older than this internal id (keyset pagination). */
+  beforeId?: string;
+  limit: number;
+}
+
+export class TaskRepository {
+  constructor(private readonly pool: pg.Pool) {}
+
+  /** The account's task, or null (unknown, or another account's: indistinguishable on purpose). */
+  get(accountId: string, publicId: string): Promise<TaskRow | null> {
+    return queryFirst(this.pool, TASK_BY_PUBLIC_ID, [publicId, accountId]);
+  }
+
+  getById(id: string): Promise<TaskRow | null> {
+    return queryFirst(this.pool, TASK_BY_ID, [id]);
+  }
+
+  /** The internal id of the account's task, or null. */
+  async idOf(accountId: string, publicId: string): Promise<string | null> {
+    return (await queryFirst(this.pool, TASK_ID_BY_PUBLIC_ID, [publicId, accountId]))?.id ?? null;
+  }
+
+  /** The account's tasks, newest first (by internal id), filtered. */
+  list(accountId: string, q: TaskListQuery): Promise<TaskRow[]> {
+    const values: unknown[] = [accountId];
+    const where = ['account_id = $1'];
+    // One prepared statement per combination of filters.
+    let name = 'list-tasks';
+    if (q.beforeId !== undefined) {
+      values.push(q.beforeId);
+      where.push(`id < $${values.length}`);
+      name += '-after';
+    }
+    if (q.statuses?.length) {
+      values.push(q.statuses);
+      where.push(`status = ANY($${values.length}::smallint[])`);
+      name += '-status';
+    }
+    if (q.kind) {
+      values.push(q.kind);
+      where.push(`kind = $${values.length}::task_kind`);
+      name += '-kind';
+    }
+    values.push(q.limit);
+    const text = `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`;
+    return queryRows(this.pool, statement(name, text, taskRow), values);
+  }
+
+  /**
+   * Charges `payer` for `tasks` and inserts those it can pay for, in order, in one statement (one
+   * balance-row lock and one commit for the batch). One outcome per task, in the same order.
+   */
+  create(payer: Payer, tasks: NewTask[]): Promise<CreationOutcome[]> {
+    return createTasks(this.pool, payer, tasks);
+  }
+
+  /**
+   * `create` for one task together with its `Idempotency-Key` record, in one transaction. When a
+   * live record of the key exists (a concurrent twin holds it), or the payer cannot pay, nothing is
+   * kept: the outcome then has no `task_id`. Blocks while a concurrent transaction holds the key.
+   */
+  createWithIdempotencyKey(payer: Payer, task: NewTask, key: { key: string; fingerprint: string }): Promise<CreationOutcome> {
+    return transaction(this.pool, async (client) => {
+      const [outcome] = (await createTasks(client, payer, [task])) as [CreationOutcome];
+      const claimed = outcome.task_id !== null && (await new IdempotencyRepository(client).claim(payer.accountId, key.key, key.fingerprint, outcome.task_id));
+      return claimed ? { commit: true, value: outcome } : { commit: false, value: { ...outcome, task_id: null, created_at: null } };
+    });
+  }
+
+  /**
+   * Moves the account's task to a terminal state once (with its refund), then records its status
+   * marker in Redis; null when the task is unknown or already terminal. See `finishTaskAndRecord`.
+   */
+  finish(markers: MarkerRedis, accountId: string, publicId: string, input: FinishTaskInput, deliveryId: string): Promise<FinishedTask | null> {
+    return finishTaskAndRecord(this.pool, markers, publicId, accountId, input, deliveryId);
+  }
+}
+
+function createTasks(db: SqlExecutor, payer: Payer, tasks: NewTask[]): Promise<CreationOutcome[]> {
+  return queryRows(db, CREATE_TASKS, [
+    payer.accountId,
+    payer.grantId,
+    tasks.map((t) => t.publicId),
+    tasks.map((t) => t.apiKeyId),
+    tasks.map((t) => t.kind),
+    tasks.map((t) => t.inputText),
+    tasks.map((t) => t.payloadText),
+    tasks.map((t) => t.callbackUrl),
+    tasks.map((t) => t.cost),
+    tasks.map((t) => t.upload?.contentType ?? null),
+    tasks.map((t) => t.upload?.data ?? null),
+  ]);
+}

@@ -1,0 +1,44 @@
+import type { CookieOptions, Request } from 'express';
+import { ApiError } from '../../errors';
+import { checkLogin } from '../../domain/login';
+import { SESSION_TTL_SECONDS } from '../../domain/sessions';
+import { locals } from '../../http/request-context';
+import { defineRoute } from '../../http/route';
+import { SESSION_COOKIE, isSameOrigin } from '../../http/session-auth';
+import { loginRequestSchema, loginResponseSchema } from '../../schemas/console';
+
+/** Options of the `session` cookie; `Secure` in production or over HTTPS. */
+export function sessionCookieOptions(req: Request, production: boolean): CookieOptions {
+  return { httpOnly: true, sameSite: 'strict', secure: production || req.secure, path: '/' };
+}
+
+/** `POST /api/auth/login`: a session as a JSON token and an HttpOnly cookie. */
+export const loginRoute = defineRoute({
+  operationId: 'login',
+  method: 'post',
+  path: '/api/auth/login',
+  tag: 'Console session',
+  summary: 'Log in to the console',
+  description:
+    'Checks e-mail and password and starts a 12-hour session: the token in the body and the same JWT as the `session` ' +
+    'cookie. Throttled per client IP and per e-mail (15-minute windows). Refuses requests carrying `X-Api-Key`, and ' +
+    'browser posts from other sites.',
+  auth: 'none',
+  body: { schema: loginRequestSchema, limit: 16 * 1024, example: { email: 'dev@example.com', password: 'correct horse battery staple' } },
+  responses: { 200: { description: 'Logged in.', schema: loginResponseSchema, headers: ['Set-Cookie-Session'] } },
+  errors: ['SESSION_ONLY', 'CROSS_SITE_REFUSED', 'INVALID_CREDENTIALS', 'TOO_MANY_LOGIN_ATTEMPTS', 'INTERNAL', 'SERVICE_UNAVAILABLE'],
+  invalidExamples: [['email missing', 'email', 'must be a string']],
+  guard(req, deps) {
+    if (req.get('x-api-key') !== undefined) throw new ApiError('SESSION_ONLY');
+    // Browsers always announce where a form post comes from; refuse logins planted by other sites.
+    if ((req.get('origin') || req.get('sec-fetch-site')) && !isSameOrigin(req, deps.config.publicBaseUrl)) throw new ApiError('CROSS_SITE_REFUSED');
+  },
+  async handler({ body }, { deps, req, res }) {
+    const { config, repos, redis, sessions } = deps;
+    const { accountId } = await checkLogin({ accounts: repos.accounts, redis, limits: config.login }, body.email, body.password, req.ip ?? 'unknown');
+    const session = sessions.issue(accountId);
+    locals(res).session = { accountId, email: body.email, tokenId: session.tokenId, expiresAt: session.expiresAt.getTime(), viaCookie: false };
+    res.cookie(SESSION_COOKIE, session.token, { ...sessionCookieOptions(req, config.nodeEnv === 'production'), maxAge: SESSION_TTL_SECONDS * 1000 });
+    return { status: 200, json: { token: session.token, expires_at: session.expiresAt.toISOString() } };
+  },
+});

@@ -1,0 +1,72 @@
+// The route registry: every operation of the API, in matching order. The Express app
+// (`mountRoutes`), `/api/openapi.json` and the client SDK's types are all built from this list.
+import { TASK_KINDS } from '@taskapi/domain';
+import type { AuthScope } from '../http/mount-routes';
+import type { Route } from '../http/route';
+import { getBalanceRoute } from './account/get-balance';
+import { getWebhookSecretRoute } from './account/get-webhook-secret';
+import { listTrialGrantsRoute } from './account/list-trial-grants';
+import { rotateWebhookSecretRoute } from './account/rotate-webhook-secret';
+import { getSessionRoute } from './auth/get-session';
+import { loginRoute } from './auth/login';
+import { logoutRoute } from './auth/logout';
+import { getConsoleTaskRoute } from './console-tasks/get-console-task';
+import { getConsoleTaskFileRoute } from './console-tasks/get-console-task-file';
+import { listConsoleTasksRoute } from './console-tasks/list-console-tasks';
+import { createKeyRoute } from './keys/create-key';
+import { listKeysRoute } from './keys/list-keys';
+import { reissueKeyRoute } from './keys/reissue-key';
+import { revealKeyRoute } from './keys/reveal-key';
+import { revokeKeyRoute } from './keys/revoke-key';
+import { healthRoute } from './ops/health';
+import { metricsRoute } from './ops/metrics';
+import { openApiDocumentRoute } from './ops/openapi-document';
+import { readinessRoute } from './ops/readiness';
+import { cancelTaskRoute } from './tasks/cancel-task';
+import { createTaskRoute } from './tasks/create-task';
+import { getTaskRoute } from './tasks/get-task';
+import { getTaskFileRoute } from './tasks/get-task-file';
+import { listTasksRoute } from './tasks/list-tasks';
+import { listDeliveriesRoute } from './webhook-deliveries/list-deliveries';
+import { resendDeliveryRoute } from './webhook-deliveries/resend-delivery';
+
+export const ROUTES: readonly Route[] = [
+  // The task API first: it carries nearly all traffic, so it should match after the fewest layers.
+  ...TASK_KINDS.map(createTaskRoute),
+  listTasksRoute,
+  getTaskRoute,
+  cancelTaskRoute,
+  getTaskFileRoute,
+  healthRoute,
+  readinessRoute,
+  metricsRoute,
+  openApiDocumentRoute,
+  loginRoute,
+  logoutRoute,
+  getSessionRoute,
+  listKeysRoute,
+  createKeyRoute,
+  revokeKeyRoute,
+  reissueKeyRoute,
+  revealKeyRoute,
+  listConsoleTasksRoute,
+  getConsoleTaskRoute,
+  getConsoleTaskFileRoute,
+  listDeliveriesRoute,
+  resendDeliveryRoute,
+  getBalanceRoute,
+  listTrialGrantsRoute,
+  getWebhookSecretRoute,
+  rotateWebhookSecretRoute,
+];
+
+/**
+ * Prefixes authenticated before routing: unknown paths below them answer 401 without
+ * credentials, like known ones, so nobody can probe which endpoints exist.
+ */
+export const AUTH_SCOPES: readonly AuthScope[] = [
+  { prefix: '/api/tasks', auth: 'apiKey' },
+  { prefix: '/api/keys', auth: 'session' },
+  { prefix: '/api/console/tasks', auth: 'session' },
+  { prefix: '/api/webhook-deliveries', auth: 'session' },
+];

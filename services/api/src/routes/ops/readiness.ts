@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { checkReadiness } from '@taskapi/service';
+import { defineRoute } from '../../http/route';
+import { drainingSchema, readinessSchema } from '../../schemas/ops';
+
+export const readinessRoute = defineRoute({
+  operationId: 'readiness',
+  method: 'get',
+  path: '/readyz',
+  tag: 'Operations',
+  summary: 'Readiness',
+  description:
+    'Whether PostgreSQL and Redis answer (each within 2 seconds). After SIGTERM the API answers 503 `draining` at once, while it still serves requests for `SHUTDOWN_DRAIN_MS`.',
+  auth: 'none',
+  responses: {
+    200: {
+      description: 'Ready: both dependencies answered.',
+      schema: readinessSchema,
+      examples: { ready: { value: { status: 'ready', checks: { database: 'ok', redis: 'ok' } } } },
+    },
+    503: {
+      description: 'Not ready: a dependency did not answer, or the process is shutting down.',
+      schema: z.union([readinessSchema, drainingSchema]),
+      examples: {
+        not_ready: { value: { status: 'not_ready', checks: { database: 'ok', redis: 'unavailable' } } },
+        draining: { value: { status: 'draining' } },
+      },
+    },
+  },
+  async handler(_input, { deps }) {
+    // Shutting down: load balancers take this replica out while it still serves what they send.
+    if (deps.lifecycle.draining) return { status: 503, json: { status: 'draining' } };
+    const { ready, body } = await checkReadiness({ database: () => deps.repos.ping(), redis: () => deps.redis.ping() });
+    return { status: ready ? 200 : 503, json: body };
+  },
+});

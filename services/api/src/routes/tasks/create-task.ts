@@ -1,0 +1,129 @@
+import { z } from 'zod';
+import type { TaskKind } from '@taskapi/domain';
+import { TASK_KIND_CATALOG } from '@taskapi/task-kinds';
+import { requestFingerprint, type IdempotencyRequest } from '../../domain/create-task';
+import { createTaskSchemas, draftTask } from '../../domain/task-input';
+import { renderTask } from '../../domain/task-view';
+import { locals } from '../../http/request-context';
+import { defineRoute } from '../../http/route';
+import { taskSchema } from '../../schemas/tasks';
+
+const idempotencyHeaders = {
+  schema: z.object({ 'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,255}$/).optional().meta({ example: 'order-A-1001-render' }) }),
+  invalid: 'INVALID_IDEMPOTENCY_KEY',
+  describe: {
+    'idempotency-key':
+      'Makes creation safe to retry: the same key with the same body (same kind; key order and whitespace do not matter) within ' +
+      '24 hours returns the first task again with `Idempotent-Replayed: true` and charges once; the same key with a different ' +
+      'body gives 409. Keys are per account. 1 to 255 printable ASCII characters, else 400.',
+  },
+} as const;
+
+interface KindDocs {
+  component: string;
+  summary: string;
+  description: string;
+  example: Record<string, unknown>;
+  invalidExamples: ReadonlyArray<readonly [string, string, string]>;
+}
+
+const DOCS: Record<TaskKind, KindDocs> = {
+  'video-generation': {
+    component: 'CreateVideoTask',
+    summary: 'Create a video generation task',
+    description: 'Renders a video from `prompt`, `duration_seconds` long.',
+    example: { prompt: 'A paper boat drifting down a rainy street', duration_seconds: 6, callback_url: 'https://example.com/hooks/tasks', payload: { order_id: 'A-1001' } },
+    invalidExamples: [
+      ['prompt is blank', 'prompt', 'must not be empty'],
+      ['duration_seconds out of range', 'duration_seconds', 'must be an integer from 1 to 10'],
+    ],
+  },
+  'image-generation': {
+    component: 'CreateImageTask',
+    summary: 'Create an image generation task',
+    description: 'Renders a `width` × `height` PNG from `prompt`.',
+    example: { prompt: 'A lighthouse on a cliff at dusk', width: 768, height: 512, payload: { order_id: 'A-1002' } },
+    invalidExamples: [
+      ['prompt over 2000 characters', 'prompt', 'must be at most 2000 characters'],
+      ['width out of range', 'width', 'must be an integer from 64 to 1024'],
+    ],
+  },
+  'face-detection': {
+    component: 'CreateFaceDetectionTask',
+    summary: 'Create a face detection task',
+    description:
+      'Detects faces in one JPEG or PNG image, given as `image_url` (https, fetched by the worker) or `image_base64` (at most ' +
+      '8 MiB decoded). The result is `{"face_coordinates": [{x, y, width, height, score}]}` in pixels.',
+    example: { image_url: 'https://example.com/photos/team.jpg', callback_url: 'https://example.com/hooks/tasks' },
+    invalidExamples: [
+      ['Neither or both of image_url and image_base64', 'image_url', 'exactly one of image_url or image_base64 is required'],
+      ['image_base64 is not a JPEG or PNG', 'image_base64', 'must be a JPEG or PNG image'],
+    ],
+  },
+};
+
+const COMMON_INVALID = [
+  ['The body is JSON but not an object', '(body)', 'must be a JSON object'],
+  ['A field the endpoint does not know', 'colour', 'is not a known field'],
+  ['callback_url is not https', 'callback_url', 'must be an https:// URL'],
+  ['payload over 64 KiB of JSON', 'payload', 'must be at most 65536 bytes of JSON'],
+] as const;
+
+/** `POST /api/tasks/{kind}`: validates, charges and records the task, then queues it. */
+export function createTaskRoute(kind: TaskKind) {
+  const docs = DOCS[kind];
+  const schema: z.ZodType<Record<string, unknown>> = createTaskSchemas[kind].meta({ id: docs.component });
+  return defineRoute({
+    operationId: `create${docs.component.replace(/^Create/, '')}`,
+    method: 'post',
+    path: `/api/tasks/${kind}`,
+    tag: 'Tasks',
+    summary: docs.summary,
+    description:
+      `${docs.description}\n\nA paid key draws on the account's paid balance, a trial key on its grant's remaining quota ` +
+      '(costs are configurable). Failed (30) and cancelled (40) tasks are refunded in full. When the task completes or fails ' +
+      'and has a `callback_url`, a signed webhook is sent (see `WebhookEvent`).',
+    auth: 'apiKey',
+    headers: idempotencyHeaders,
+    body: {
+      schema,
+      limit: TASK_KIND_CATALOG[kind].bodyLimitBytes,
+      strict: true,
+      example: docs.example,
+    },
+    responses: {
+      201: {
+        description:
+          'Task created and charged (status 0, queued); or, with a repeated `Idempotency-Key` and the same body, the first ' +
+          'response again (`Idempotent-Replayed: true`).',
+        schema: taskSchema,
+        headers: ['Location', 'Idempotent-Replayed'],
+      },
+    },
+    errors: ['INSUFFICIENT_CREDITS', 'IDEMPOTENCY_KEY_REUSED'],
+    invalidExamples: [...docs.invalidExamples, ...COMMON_INVALID],
+    async handler({ body, headers, rawBody }, { deps, principal, req, res }) {
+      const { config, taskCreator, enqueueTask, logger, metrics } = deps;
+      const draft = draftTask(kind, body, rawBody ?? JSON.stringify(body));
+      const key = headers['idempotency-key'];
+      // The fingerprint is of the body as sent (before defaults), so equal requests match.
+      const idempotency: IdempotencyRequest | undefined = key === undefined ? undefined : { key, fingerprint: requestFingerprint(kind, req.body) };
+
+      const { row, replayed } = await taskCreator.create(principal, draft, config.taskCosts[kind], idempotency);
+      locals(res).publicId = row.public_id;
+      const out: Record<string, string> = { Location: `${config.publicBaseUrl}/api/tasks/${row.public_id}` };
+      if (replayed) {
+        out['Idempotent-Replayed'] = 'true';
+      } else {
+        metrics.tasksCreated.inc({ kind, key_type: principal.type });
+        try {
+          await enqueueTask(kind, row.public_id);
+        } catch (err) {
+          // The task is committed and paid for; the sweeper enqueues queued tasks Redis does not know.
+          logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
+        }
+      }
+      return { status: 201, jsonText: renderTask(row, config.publicBaseUrl), headers: out };
+    },
+  });
+}

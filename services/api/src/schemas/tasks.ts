@@ -1,0 +1,123 @@
+// The task JSON the API sends (DESIGN §4) and the webhook body (DESIGN §7). The API renders task
+// JSON as text (payload is echoed byte for byte, see domain/task-view.ts); these schemas describe
+// it for the OpenAPI document and the SDK, and the contract tests parse real responses with them.
+import { z } from 'zod';
+import { TASK_ERROR_CODES, TASK_KINDS, TASK_STATUSES } from '@taskapi/domain';
+import { nullableTimestamp, prefixedId, timestamp } from './common';
+
+export const PAYLOAD_DESCRIPTION =
+  'Any JSON value of at most 64 KiB (65536 bytes, measured without insignificant whitespace) and at most 64 levels of ' +
+  'nested arrays/objects. Stored and echoed in the task and the webhook exactly as sent: same key order, same number ' +
+  'lexemes (`1.0`, `12345678901234567890`), same string escapes; only whitespace between tokens is dropped. JSON `null` ' +
+  'or absent: the task shows `null`.';
+
+const payload = z.unknown().meta({ description: PAYLOAD_DESCRIPTION, example: { order_id: 'A-1001', attempt: 1 } });
+
+export const taskIdSchema = prefixedId('task', 'task_3kT9xQ2mLp7Vn4Rb8Yc1Zd');
+
+export const taskKindSchema = z.enum(TASK_KINDS).meta({ id: 'TaskKind' });
+
+export const taskStatusSchema = z
+  .union(TASK_STATUSES.map((s) => z.literal(s)))
+  .meta({ id: 'TaskStatus', description: '`0` queued, `10` processing, `20` completed, `30` failed, `40` cancelled. Terminal: 20, 30, 40.', example: 0 });
+
+export const taskErrorCodeSchema = z
+  .enum(TASK_ERROR_CODES)
+  .nullable()
+  .meta({
+    id: 'TaskErrorCode',
+    description:
+      'Why a task failed (status 30), from this fixed set; `null` unless failed. `invalid_input`: the input could not be ' +
+      'processed (e.g. an undecodable image); `image_fetch_failed`: `image_url` could not be downloaded; `engine_error`: the ' +
+      'engine reported an error; `timeout`: the engine took too long; `internal_error`: anything else.',
+  });
+
+export const taskFileSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/)
+      .meta({ example: 'image.png' }),
+    content_type: z.string().meta({ example: 'image/png' }),
+    size: z.int().min(0).meta({ description: 'Bytes.', example: 48213 }),
+    url: z.url().meta({ description: 'Download URL (`GET /api/tasks/{publicId}/files/{name}`, same API key).' }),
+  })
+  .meta({ id: 'TaskFile' });
+
+export const faceCoordinateSchema = z
+  .object({
+    x: z.number(),
+    y: z.number(),
+    width: z.number(),
+    height: z.number(),
+    score: z.number().min(0).max(1).meta({ description: 'Detector confidence.' }),
+  })
+  .meta({ id: 'FaceCoordinate', description: 'One detected face, in pixels of the input image.' });
+
+export const faceDetectionResultSchema = z.object({ face_coordinates: z.array(faceCoordinateSchema) }).meta({ id: 'FaceDetectionResult' });
+
+export const taskInputSchema = z
+  .union([
+    z.object({ prompt: z.string(), duration_seconds: z.int() }).meta({ title: 'video-generation' }),
+    z.object({ prompt: z.string(), width: z.int(), height: z.int() }).meta({ title: 'image-generation' }),
+    z.object({ image_url: z.url() }).meta({ title: 'face-detection (URL)' }),
+    z
+      .object({ image_upload: z.object({ content_type: z.enum(['image/png', 'image/jpeg']), size: z.int() }) })
+      .meta({ title: 'face-detection (upload)' }),
+  ])
+  .meta({ id: 'TaskInput', description: 'The validated parameters of the task (defaults applied); for an uploaded image only its type and size.' });
+
+export const taskSchema = z
+  .object({
+    public_id: taskIdSchema.meta({ description: 'Opaque, URL-safe id (about 131 random bits).' }),
+    kind: taskKindSchema,
+    status: taskStatusSchema,
+    error_code: taskErrorCodeSchema,
+    input: taskInputSchema,
+    payload,
+    callback_url: z.url().nullable().meta({ description: 'As given at creation, or `null`.' }),
+    cost: z.int().meta({ description: 'Credits charged (refunded in full when the task fails or is cancelled).', example: 10 }),
+    created_at: timestamp(),
+    started_at: nullableTimestamp('When a worker started it; `null` before.'),
+    finished_at: nullableTimestamp('When it reached a terminal status; `null` before.'),
+    result: z
+      .union([faceDetectionResultSchema, z.record(z.string(), z.unknown()), z.null()])
+      .meta({
+        description:
+          'The engine result once completed, else `null`. Built-in engines: face detection `{"face_coordinates": [...]}`; ' +
+          'image generation `{"width","height"}` with file `image.png`; video generation ' +
+          '`{"width","height","duration_seconds","frames","fps","format"}` with file `video.mp4` (H.264) or, on a worker ' +
+          'without ffmpeg, `video.gif` (an animated GIF). With the `http` engine, whatever the inference server returns.',
+      }),
+    files: z.array(taskFileSchema).meta({ description: 'Files produced (e.g. the PNG or the video); empty until completed.' }),
+  })
+  .meta({ id: 'Task' });
+
+export type TaskView = z.infer<typeof taskSchema>;
+
+export const taskListSchema = z
+  .object({
+    data: z.array(taskSchema).meta({ description: 'Newest first.' }),
+    next_cursor: taskIdSchema.nullable().meta({ description: 'Pass as `cursor` for the next page; `null` on the last page.' }),
+  })
+  .meta({ id: 'TaskList' });
+
+export const webhookEventSchema = z
+  .strictObject({
+    public_id: taskIdSchema,
+    status: z.union([z.literal(20), z.literal(30)]).meta({ description: '`20` completed or `30` failed.' }),
+    error_code: taskErrorCodeSchema,
+    payload,
+    result: z
+      .union([faceDetectionResultSchema, z.null()])
+      .optional()
+      .meta({ description: 'Face detection only: the detections, or `null` when the task failed.' }),
+  })
+  .meta({
+    id: 'WebhookEvent',
+    description:
+      'Body of the webhook POSTed to `callback_url` when a task reaches 20 or 30 (never 40). Video and image generation: ' +
+      'exactly `public_id`, `status`, `error_code`, `payload`; face detection adds `result`. Signed as sent: `X-Signature` ' +
+      'is the lowercase hex HMAC-SHA256 of the exact body bytes keyed with the account webhook secret; `X-Timestamp` is ' +
+      'the unix time in seconds when sent.',
+  });
