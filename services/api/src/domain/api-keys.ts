@@ -134,7 +134,7 @@ export async function reissueKey(
     if (current.revoked_at) throw new ApiError('KEY_REVOKED_NO_REISSUE');
     if (current.grant_id) await usableGrant(tx, accountId, current.grant_id);
     const revoked = await tx.revoke(accountId, keyId);
-    if (!revoked) throw new Error(`key ${keyId} is locked and unrevoked, yet revoking it changed nothing`);
+    if (!revoked) throw new Error(`revoking locked, unrevoked key ${keyId} changed no row`);
     const replacement = await insertKey(tx, deps.secretsKey, accountId, current.type, current.grant_id);
     return { old: revoked, created: replacement };
   });

@@ -1,6 +1,6 @@
 // What the document says about error codes beyond their message (src/errors.ts): sample fields for
 // the examples, and when each code is answered.
-import type { ErrorCode } from '../errors';
+import { API_ERRORS, type ErrorCode } from '../errors';
 
 interface ExampleFields {
   summary: string;
@@ -18,9 +18,9 @@ export const ERROR_EXAMPLE_FIELDS: Partial<Record<ErrorCode, ExampleFields>> = {
 };
 
 export const ERROR_RESPONSE_NOTES: Partial<Record<ErrorCode, string>> = {
-  API_KEY_REQUIRED: '`X-Api-Key` absent or blank: `API key required.`',
-  INVALID_API_KEY: 'Unknown, malformed or revoked key: `Invalid API key.`',
-  TRIAL_KEY_EXPIRED: 'Trial key whose grant has expired: `This trial API key has expired.` with `active_key_prefixes`. Not counted against the rate limit.',
+  API_KEY_REQUIRED: `\`X-Api-Key\` absent or blank: \`${API_ERRORS.API_KEY_REQUIRED.message}\``,
+  INVALID_API_KEY: `Unknown, malformed or revoked key: \`${API_ERRORS.INVALID_API_KEY.message}\``,
+  TRIAL_KEY_EXPIRED: `Trial key whose grant has expired: \`${API_ERRORS.TRIAL_KEY_EXPIRED.message}\` with \`active_key_prefixes\`. Not counted against the rate limit.`,
   RATE_LIMITED:
     'A rate limit of the key is exhausted (paid 300/minute and 100000/day, trial 20/minute and 1000/day by default). Rejected requests are not counted.',
   SESSION_ONLY: 'The request carries `X-Api-Key` (refused whatever else it carries).',

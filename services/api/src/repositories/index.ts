@@ -3,7 +3,8 @@
 //    row type comes from, see sql.ts) for the hot families: tasks, idempotency, keys, deliveries;
 //  - Prisma's typed client (row types from `Prisma.*GetPayload`) for the console and operator
 //    families: accounts, grants, ledger.
-// A transaction that spans families is a method of the repository that owns it.
+// A transaction that spans families is a method of the repository that owns it; the keys family
+// also lends its transaction to domain code (`keys.transaction`) so the binding rules run inside it.
 import type { Database } from '@taskapi/db';
 import { AccountRepository } from './accounts';
 import { DeliveryRepository } from './deliveries';

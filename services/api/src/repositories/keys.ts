@@ -1,8 +1,8 @@
 // API keys (`api_keys`, `api_key_reveals`): raw SQL on the pg pool, for every statement. The
-// lookup by hash runs on each key-cache miss (including every unknown key), where a named
-// statement costs a sixth of the typed client's query; one style for the whole family keeps the
-// console's key management in the same shape. Trial grants are read here only as the key binds to
-// them (expiry, quota); they are written by grants.ts and the task SQL functions.
+// lookup by hash runs on every key-cache miss, unknown keys included; as a named statement it takes
+// about 0.1 ms, the typed client's findUnique with the grant about 0.6 ms. The console's key
+// management uses the same style, so the table is written one way. Trial grants are only read
+// here, as a key binds to one (expiry, quota); grants.ts and the task SQL functions write them.
 import type pg from 'pg';
 import { z } from 'zod';
 import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from './sql';

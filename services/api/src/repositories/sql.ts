@@ -66,6 +66,7 @@ export async function transaction<T>(pool: pg.Pool, fn: (client: SqlExecutor) =>
     await client.query(commit ? 'COMMIT' : 'ROLLBACK');
     return value;
   } catch (err) {
+    // The error that aborted the transaction is the one to report; a failed ROLLBACK adds nothing.
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {

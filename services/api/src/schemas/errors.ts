@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { API_ERRORS } from '../errors';
 
 export const errorSchema = z
-  .object({ message: z.string().meta({ example: 'Task not found.' }) })
+  .object({ message: z.string().meta({ example: `${API_ERRORS.TASK_NOT_FOUND.message}` }) })
   .meta({ id: 'Error', description: 'Every error body has a human-readable `message`; some add fields (see the more specific schemas).' });
 
 export const fieldErrorSchema = z.object({

@@ -1,3 +1,4 @@
+import { API_ERRORS } from '../../errors';
 import { z } from 'zod';
 import { taskFileSchema, taskIdSchema } from '../../schemas/tasks';
 
@@ -5,7 +6,7 @@ import { taskFileSchema, taskIdSchema } from '../../schemas/tasks';
 export const taskParams = {
   schema: z.object({ publicId: taskIdSchema }),
   invalid: 'TASK_NOT_FOUND',
-  describe: { publicId: "The task's `public_id`. A malformed id, an unknown id and another account's task all give 404 `Task not found.`" },
+  describe: { publicId: `The task's \`public_id\`. A malformed id, an unknown id and another account's task all give 404 \`${API_ERRORS.TASK_NOT_FOUND.message}\`` },
 } as const;
 
 /** `{publicId}/files/{name}`: a name that no file can have is a missing file. */

@@ -1,3 +1,4 @@
+import { API_ERRORS } from '../../errors';
 import { z } from 'zod';
 import { resendDelivery } from '../../domain/webhook-deliveries';
 import { defineRoute } from '../../http/route';
@@ -17,7 +18,7 @@ export const resendDeliveryRoute = defineRoute({
   params: {
     schema: z.object({ deliveryId: prefixedId('delivery', 'whd_8Hs2Kd9Lq4Wm1Xn7Bv3Cz6') }),
     invalid: 'DELIVERY_NOT_FOUND',
-    describe: { deliveryId: "The delivery's `id`. A malformed id, an unknown id and another account's delivery all give 404 `Delivery not found.`" },
+    describe: { deliveryId: `The delivery's \`id\`. A malformed id, an unknown id and another account's delivery all give 404 \`${API_ERRORS.DELIVERY_NOT_FOUND.message}\`` },
   },
   responses: { 202: { description: 'The attempt is queued.', schema: resentWebhookDeliverySchema } },
   errors: ['DELIVERY_PENDING'],
