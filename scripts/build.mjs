@@ -9,6 +9,7 @@
 // export conditions), each service starts by loading one file instead of a few hundred, and the
 // whole build takes about a second, so tests can build what they start.
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -26,12 +27,37 @@ export const ENTRIES = {
   'seed-demo': 'services/api/src/admin/seed-demo.ts',
 };
 
-/** Workspace packages (`@taskapi/*`) are compiled in; every other bare import is a dependency. */
+const requireFromRoot = createRequire(path.join(root, 'package.json'));
+
+/**
+ * True when a workspace imports its own nested copy of a package (a version the root does not
+ * hoist, e.g. @taskapi/egress's ipaddr.js 2 beside express's 1.x): dist/ sits at the root, so an
+ * external import would load the root's copy instead.
+ */
+function nestedCopy(specifier, resolveDir) {
+  let own;
+  try {
+    own = createRequire(path.join(resolveDir, 'index.js')).resolve(specifier);
+  } catch {
+    return false; // not resolvable with require(): leave it to the installed tree, as before
+  }
+  try {
+    return requireFromRoot.resolve(specifier) !== own;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Workspace packages (`@taskapi/*`) and nested copies of dependencies are compiled in; every
+ * other bare import is a dependency.
+ */
 const externalDependencies = {
   name: 'external-dependencies',
   setup(b) {
     b.onResolve({ filter: /^[^./]/ }, (args) => {
       if (args.path.startsWith('@taskapi/') || path.isAbsolute(args.path)) return undefined;
+      if (nestedCopy(args.path, args.resolveDir)) return undefined;
       return { path: args.path, external: true };
     });
   },

@@ -1,8 +1,8 @@
-import dns from 'node:dns';
 import net from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { Agent, request } from 'undici';
-import { isPublicAddress } from './address-policy';
+import { classifyAddress } from './address-policy';
+import { BLOCKED, blockedMessage, checkedLookup, systemResolver, type HostResolver } from './checked-lookup';
 
 /** Why an outbound request failed; stable strings, safe to show to customers. */
 export type EgressErrorCode =
@@ -33,6 +33,11 @@ export interface EgressOptions {
    * trust store plus `NODE_EXTRA_CA_CERTS`. Verification is never turned off.
    */
   tls?: Pick<ConnectionOptions, 'ca'>;
+  /**
+   * Resolves host names; default: the system resolver. Tests answer with fixed addresses. Every
+   * address in the answer is checked and the socket connects to one of exactly those addresses.
+   */
+  resolve?: HostResolver;
 }
 
 export interface EgressRequest {
@@ -58,37 +63,6 @@ export interface EgressResponse {
 export interface EgressClient {
   request(req: EgressRequest): Promise<EgressResponse>;
   close(): Promise<void>;
-}
-
-const BLOCKED = 'ERR_EGRESS_BLOCKED';
-
-class BlockedAddressError extends Error {
-  readonly code = BLOCKED;
-}
-
-function blockedMessage(host: string): string {
-  return `destination not allowed: ${host} resolves to a private, loopback, link-local or reserved address`;
-}
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
-
-/**
- * dns.lookup that refuses hosts with any non-public address. The socket then connects to the
- * addresses checked here, so a second resolution (DNS rebinding) cannot swap in another target.
- */
-function checkedLookup(allowPrivate: boolean) {
-  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback) => {
-    dns.lookup(hostname, { family: options.family ?? 0, hints: options.hints, all: true }, (err, addresses) => {
-      if (err) return callback(err, []);
-      if (!allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
-        return callback(new BlockedAddressError(blockedMessage(hostname)), []);
-      }
-      const first = addresses[0];
-      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
-      if (options.all) return callback(null, addresses);
-      callback(null, first.address, first.family);
-    });
-  };
 }
 
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH)/;
@@ -136,6 +110,12 @@ function classify(err: unknown, url: URL, timedOut: boolean, aborted: boolean): 
   return new EgressError('protocol_error', `request failed: ${last?.message ?? String(err)}`);
 }
 
+/** The IP address a parsed URL's host is, or null when the host is a name to resolve. */
+export function hostAddress(url: URL): string | null {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  return net.isIP(host) ? host : null;
+}
+
 /**
  * HTTP client for customer-supplied URLs (webhook callbacks, `image_url`): https only, no redirects,
  * non-public destinations refused (checked on the address actually connected to), TLS verified,
@@ -143,7 +123,7 @@ function classify(err: unknown, url: URL, timedOut: boolean, aborted: boolean): 
  */
 export function createEgressClient(opts: EgressOptions): EgressClient {
   const agent = new Agent({
-    connect: { lookup: checkedLookup(opts.allowPrivateNetworks), ...opts.tls },
+    connect: { lookup: checkedLookup(opts.resolve ?? systemResolver, opts.allowPrivateNetworks), ...opts.tls },
     keepAliveTimeout: 4_000,
   });
 
@@ -156,9 +136,11 @@ export function createEgressClient(opts: EgressOptions): EgressClient {
         throw new EgressError('invalid_url', 'invalid URL');
       }
       if (url.protocol !== 'https:') throw new EgressError('invalid_url', 'only https:// URLs are allowed');
-      // IP literals never go through the lookup hook, so they are checked here.
-      const literal = url.hostname.replace(/^\[(.*)\]$/, '$1');
-      if (net.isIP(literal) && !opts.allowPrivateNetworks && !isPublicAddress(literal)) {
+      // IP literals never go through the lookup hook, so they are checked here. The URL parser
+      // has already turned every numeric spelling (2130706433, 0177.0.0.1, 0x7f.1, 127.1) into
+      // dotted decimal and compressed IPv6; zone ids are not valid in URLs.
+      const literal = hostAddress(url);
+      if (literal !== null && !opts.allowPrivateNetworks && !classifyAddress(literal).allowed) {
         throw new EgressError('blocked_destination', blockedMessage(literal));
       }
 

@@ -1,3 +1,5 @@
-export { isPublicAddress } from './address-policy';
+export { classifyAddress, isPublicAddress } from './address-policy';
+export type { AddressVerdict } from './address-policy';
 export { createEgressClient, EgressError } from './egress-client';
 export type { EgressClient, EgressErrorCode, EgressOptions, EgressRequest, EgressResponse } from './egress-client';
+export type { HostResolver, ResolvedAddress } from './checked-lookup';
