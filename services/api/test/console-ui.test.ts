@@ -3,6 +3,7 @@
 // waits for conditions. Screenshots of each page go to a temp folder, or with UPDATE_SCREENSHOTS=1
 // to docs/screenshots/ for the README (so a test run never modifies the work tree).
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -25,7 +26,7 @@ const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>';
 
 // Browser globals used inside page.evaluate() callbacks: the test program compiles without the DOM lib.
-declare const document: any, navigator: any, window: any, localStorage: any, sessionStorage: any;
+declare const document: any, navigator: any, window: any, localStorage: any, sessionStorage: any, getComputedStyle: any;
 
 jest.setTimeout(60_000);
 
@@ -45,6 +46,23 @@ async function waitForText(locator: Locator, expected: string | RegExp, timeoutM
     throw new Error(`expected text ${String(expected)}; last seen: ${JSON.stringify(last)}`);
   }
   return last;
+}
+
+/**
+ * A request with the path exactly as given (fetch and browsers %-encode `<`, `>` and `"`; an
+ * attacker's own client need not).
+ */
+function rawRequest(baseUrl: string, method: string, rawPath: string, body?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${baseUrl}/`, { method, path: rawPath, headers: body ? { 'content-type': 'application/x-www-form-urlencoded' } : {} }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** A 128×96 gradient PNG, as the image engine would write one. */
@@ -76,16 +94,16 @@ describe('console pages in a real browser', () => {
 
   const shot = (name: string, target: Page = page) => target.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 
-  async function typeInto(label: string, text: string): Promise<void> {
-    await page.getByLabel(label, { exact: true }).click();
-    await page.keyboard.press('ControlOrMeta+A');
-    await page.keyboard.type(text);
+  async function typeInto(label: string, text: string, target: Page = page): Promise<void> {
+    await target.getByLabel(label, { exact: true }).click();
+    await target.keyboard.press('ControlOrMeta+A');
+    await target.keyboard.type(text);
   }
 
-  async function logIn(password: string): Promise<void> {
-    await typeInto('E-mail', account.email);
-    await typeInto('Password', password);
-    await page.keyboard.press('Enter');
+  async function logIn(password: string, target: Page = page, email = account.email): Promise<void> {
+    await typeInto('E-mail', email, target);
+    await typeInto('Password', password, target);
+    await target.keyboard.press('Enter');
   }
 
   beforeAll(async () => {
@@ -313,9 +331,34 @@ describe('console pages in a real browser', () => {
     await waitForText(row, '0 attempts');
     await waitForText(row, 'https://receiver.example.test/hooks');
     await shot('webhook');
-    // No dispatcher runs here, so the delivery is still pending: resend is refused with the API's message.
-    await row.getByRole('button', { name: `Resend delivery ${finished!.delivery_id}` }).click();
-    await waitForText(page.getByRole('status'), 'Delivery is still pending; wait for its next attempt or for it to finish.');
+    // No dispatcher runs here, so the delivery is still pending: no Resend (the API would refuse it).
+    const deliveryId = finished!.delivery_id!;
+    const resendButton = row.getByRole('button', { name: `Resend delivery ${deliveryId}` });
+    await waitForText(row, 'In progress');
+    expect(await resendButton.count()).toBe(0);
+    const refused = await api.req('POST', `/api/webhook-deliveries/${deliveryId}/resend`, { headers: account.auth });
+    expect({ status: refused.status, message: refused.body.message }).toEqual({ status: 409, message: API_ERRORS.DELIVERY_PENDING.message });
+
+    // Given up after its retries, as the dispatcher leaves it: now Resend is offered, and works.
+    await api.deps.db.pool.query(`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, completed_at = now() WHERE id = $1`, [deliveryId]);
+    await page.getByRole('button', { name: 'Show deliveries' }).click();
+    await waitForText(row.locator('td[data-label="State"]'), 'failed');
+    await resendButton.click();
+    await waitForText(page.getByRole('status'), `Delivery ${deliveryId} queued for resending.`);
+    await waitForText(row.locator('td[data-label="State"]'), 'pending');
+    await waitForText(row, 'In progress');
+    expect(await resendButton.count()).toBe(0);
+    expect((await api.deps.db.pool.query('SELECT state FROM webhook_deliveries WHERE id = $1', [deliveryId])).rows).toEqual([{ state: 'pending' }]);
+
+    // A task without deliveries says so, with a way back to all of them.
+    await page.getByLabel('Task id').fill(seededTaskId);
+    await page.getByRole('button', { name: 'Show deliveries' }).click();
+    await waitForText(deliveries, `No webhook deliveries for task ${seededTaskId}.`);
+    expect(new URL(page.url()).search).toBe(`?public_id=${seededTaskId}`);
+    await deliveries.getByRole('button', { name: 'Show all deliveries' }).click();
+    await waitForText(row, paidTaskId);
+    expect(await page.getByLabel('Task id').inputValue()).toBe('');
+    expect(new URL(page.url()).search).toBe('');
   });
 
   it('tasks: the list filters by status; the detail shows status, payload and result as text, and previews the image', async () => {
@@ -336,6 +379,22 @@ describe('console pages in a real browser', () => {
     await waitForText(list, seededTaskId);
     await shot('tasks');
 
+    // Filters that match nothing say so (not "no tasks yet") and offer to clear them.
+    await page.getByLabel('Status').selectOption('40');
+    await page.getByLabel('Kind').selectOption('face-detection');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await waitForText(list, 'No tasks match these filters.');
+    expect(await list.innerText()).not.toContain('No tasks yet');
+    expect(new URL(page.url()).search).toBe('?status=40&kind=face-detection');
+    await shot('tasks-filtered-empty');
+    await list.getByRole('button', { name: 'Clear filters' }).click();
+    await waitForText(list, seededTaskId);
+    await waitForText(list, paidTaskId);
+    expect(await page.getByLabel('Status').inputValue()).toBe('');
+    expect(await page.getByLabel('Kind').inputValue()).toBe('');
+    expect(new URL(page.url()).search).toBe('');
+    expect(await page.getByLabel('Status').evaluate((e) => e === document.activeElement)).toBe(true);
+
     await list.getByRole('link', { name: paidTaskId }).click();
     await page.waitForURL(`${api.url}/app/tasks/${paidTaskId}`);
     await waitForText(page.locator('#task-summary'), 'completed');
@@ -349,6 +408,109 @@ describe('console pages in a real browser', () => {
     expect(await page.evaluate(() => window.__pwned)).toBeUndefined();
     expect(await page.locator('main img').count()).toBe(1);
     await shot('task-detail');
+
+    // A task created without a callback URL says why it has no webhook (a trailing slash is the same page).
+    await page.goto(`${api.url}/app/tasks/${seededTaskId}/`);
+    await waitForText(page.locator('#task-summary'), 'queued');
+    await waitForText(page.locator('#task-deliveries'), 'No webhooks: this task was created without a callback_url.');
+  });
+
+  it('an account with nothing yet: "no tasks yet", the trial tab\'s own empty state; Reissue only where it can work', async () => {
+    const fresh = await seedAccount(api, { credits: 0, label: 'console-ui-empty' });
+    const freshContext = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+    const p = await freshContext.newPage();
+    p.setDefaultTimeout(10_000);
+    await p.goto(`${api.url}/app/tasks`);
+    await p.waitForURL(`${api.url}/app/login?next=%2Fapp%2Ftasks`);
+    await logIn(fresh.password, p, fresh.email);
+    await p.waitForURL(`${api.url}/app/tasks`);
+    const list = p.locator('#task-list');
+    await waitForText(list, 'No tasks yet. Create one with a paid or trial API key.');
+    expect(await list.getByRole('button', { name: 'Clear filters' }).count()).toBe(0);
+    expect(await list.innerText()).not.toContain('match these filters');
+
+    // No grant at all: the trial tab explains trial grants, not "each grant has expired".
+    await p.goto(`${api.url}/app/api-keys#trial`);
+    const trialPanel = p.locator('#panel-trial');
+    await trialPanel.waitFor({ state: 'visible' });
+    await waitForText(p.locator('#no-grants'), 'You have no trial grants.');
+    expect(await p.locator('#no-grant').isHidden()).toBe(true);
+    expect(await p.locator('#create-trial-form').isHidden()).toBe(true);
+    const trialText = await trialPanel.innerText();
+    expect(trialText).not.toMatch(/paid keys yet|each one has expired|Nothing here yet/);
+    await shot('api-keys-trial-empty', p);
+    await p.getByRole('tab', { name: 'Paid keys' }).click();
+    await waitForText(p.locator('#paid-keys'), 'No paid keys yet.');
+
+    // A grant that has run out, with its key: Show and Revoke, but no Reissue (the API refuses it: 422).
+    const grant = await seedGrant(api, fresh, 5);
+    const key = await createKey(api, fresh, { type: 'trial', grant_id: grant });
+    secrets.push(key.plaintext, fresh.token);
+    await api.deps.db.prisma.trialGrant.update({ where: { id: grant }, data: { quotaRemaining: 0 } });
+    const reissued = await api.req('POST', `/api/keys/${key.id}/reissue`, { headers: fresh.auth });
+    expect({ status: reissued.status, message: reissued.body.message }).toEqual({ status: 422, message: API_ERRORS.GRANT_EXHAUSTED.message });
+    await p.reload();
+    await p.getByRole('tab', { name: 'Trial keys' }).click();
+    const row = p.locator('#trial-keys').getByRole('row').filter({ hasText: key.prefix });
+    await row.getByRole('button', { name: `Revoke key ${key.prefix}` }).waitFor();
+    expect(await row.getByRole('button', { name: `Show key ${key.prefix}` }).count()).toBe(1);
+    expect(await row.getByRole('button', { name: `Reissue key ${key.prefix}` }).count()).toBe(0);
+    // Now the account has a grant, but none that can take a key: that notice, not the "no grants" one.
+    await p.locator('#no-grant').waitFor({ state: 'visible' });
+    expect(await p.locator('#no-grants').isHidden()).toBe(true);
+    await freshContext.close();
+  });
+
+  it('an unknown page under /app is the console\'s HTML 404 page with a way home; /api paths stay JSON', async () => {
+    // A visitor without a session: the 404 page needs none, and its link leads to the (login-guarded) home.
+    const visitorContext = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+    const visitor = await visitorContext.newPage();
+    visitor.setDefaultTimeout(10_000);
+    for (const unknown of ['/app/nope', '/app/tasks/task_x/files/y', '/app/api-keys/paid/new', '/app/assets/missing.js']) {
+      const res = await visitor.goto(`${api.url}${unknown}`);
+      expect({ unknown, status: res?.status(), type: res?.headers()['content-type'] }).toEqual({ unknown, status: 404, type: 'text/html; charset=utf-8' });
+      expect(res?.headers()['content-security-policy']).toBe(CONSOLE_CSP);
+      await waitForText(visitor.getByRole('heading', { level: 1 }), 'Page not found');
+      expect(await visitor.locator('main code').innerText()).toBe(unknown);
+      expect(await visitor.title()).toBe('Page not found · Task API console');
+    }
+    // Styled like the console: its stylesheet is applied (the top bar's colour).
+    expect(await visitor.locator('.topbar').evaluate((e) => getComputedStyle(e).backgroundColor)).toBe('rgb(20, 33, 61)');
+    await shot('not-found', visitor);
+    await visitor.getByRole('link', { name: 'Go to the console home' }).click();
+    await visitor.waitForURL(`${api.url}/app/login?next=%2Fapp`);
+    await visitorContext.close();
+
+    // Whatever the path holds is shown as text, never markup.
+    const hostile = '/app/"><img src=x onerror=alert(1)><script>alert(2)</script>?q=<b>';
+    const raw = await rawRequest(api.url, 'GET', hostile.replace(/ /g, '%20'));
+    expect(raw.status).toBe(404);
+    expect(raw.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(raw.text).not.toMatch(/<img|<script>alert|<b>/);
+    expect(raw.text).toContain('<code>/app/&#34;&#62;&#60;img%20src=x%20onerror=alert(1)&#62;&#60;script&#62;alert(2)&#60;/script&#62;</code>');
+    // A long path is cut short in the page.
+    const long = await rawRequest(api.url, 'GET', `/app/${'a'.repeat(5000)}`);
+    expect(long.status).toBe(404);
+    expect(long.text).toContain(`<code>/app/${'a'.repeat(195)}…</code>`);
+    // An address Express cannot decode is a 400 page, not JSON; a form posted to a page is a 405 page.
+    const broken = await api.req('GET', '/app/tasks/%E0%A4%A');
+    expect({ status: broken.status, type: broken.headers.get('content-type'), json: broken.body }).toEqual({ status: 400, type: 'text/html; charset=utf-8', json: undefined });
+    expect(broken.text).toContain('Bad address');
+    const posted = await rawRequest(api.url, 'POST', '/app/login', 'email=a%40example.test&password=secret');
+    expect({ status: posted.status, allow: posted.headers.allow, type: posted.headers['content-type'] }).toEqual({ status: 405, allow: 'GET, HEAD', type: 'text/html; charset=utf-8' });
+    expect(posted.text).toContain('Go to the console home');
+    expect(posted.text).not.toContain('secret');
+
+    // The API keeps its JSON 404.
+    for (const unknown of ['/api/nope', '/api/console/nope', '/appx']) {
+      const res = await api.req('GET', unknown);
+      expect({ unknown, status: res.status, type: res.headers.get('content-type'), body: res.body }).toEqual({
+        unknown,
+        status: 404,
+        type: 'application/json; charset=utf-8',
+        body: { message: API_ERRORS.NOT_FOUND.message },
+      });
+    }
   });
 
   it('console task API: session only (X-Api-Key refused); no secret in any URL or log line; no CSP violation', async () => {

@@ -108,12 +108,31 @@ const revoke = (key) =>
     },
   );
 
+/**
+ * Reissue makes a new key on the same grant, which the API refuses (422) once the grant has expired
+ * or run out of quota: offer it only when it can work.
+ */
+function canReissue(key) {
+  if (key.status !== 'active') return false;
+  if (key.type !== 'trial') return true;
+  return grants.find((g) => g.id === key.grant_id)?.usable === true;
+}
+
 function actions(key) {
   if (key.status === 'revoked') return el('span', { class: 'muted', text: '—' });
   const buttons = [];
-  if (key.status === 'active') buttons.push(revealControl(key), actionButton('Reissue', key, reissue(key)));
+  if (key.status === 'active') buttons.push(revealControl(key));
+  if (canReissue(key)) buttons.push(actionButton('Reissue', key, reissue(key)));
   buttons.push(actionButton('Revoke', key, revoke(key), 'danger'));
   return el('div', { class: 'actions' }, buttons);
+}
+
+/** What an empty key list says: how to get a key of that type from here. */
+function noKeys(type) {
+  if (type === 'paid') return 'No paid keys yet. Create one with "Create paid key".';
+  // The trial tab's own empty state (#no-grants) says it all: nothing more under it.
+  if (grants.length === 0) return document.createDocumentFragment();
+  return grants.some((g) => g.usable && !g.bound_key_id) ? 'No trial keys yet. Choose a trial grant above and create one.' : 'No trial keys yet.';
 }
 
 function keyTable(type, keys) {
@@ -136,7 +155,7 @@ function keyTable(type, keys) {
     { label: 'Last used', render: (k) => time(k.last_used_at) },
     { label: 'Actions', render: actions },
   );
-  return table(columns, keys, { caption: `${type === 'paid' ? 'Paid' : 'Trial'} keys`, empty: `No ${type} keys yet.`, rowClass: (k) => `key-${k.status}` });
+  return table(columns, keys, { caption: `${type === 'paid' ? 'Paid' : 'Trial'} keys`, empty: noKeys(type), rowClass: (k) => `key-${k.status}` });
 }
 
 function grantChoices() {
@@ -144,7 +163,9 @@ function grantChoices() {
   const usable = grants.filter((g) => g.usable && !g.bound_key_id);
   select.replaceChildren(...usable.map((g) => el('option', { value: g.id, text: grantLabel(g) })));
   document.getElementById('create-trial-form').hidden = usable.length === 0;
-  document.getElementById('no-grant').hidden = usable.length > 0;
+  // Why no trial key can be made: the account has no grant at all, or none that can take a key.
+  document.getElementById('no-grant').hidden = usable.length > 0 || grants.length === 0;
+  document.getElementById('no-grants').hidden = grants.length > 0;
 }
 
 async function load() {

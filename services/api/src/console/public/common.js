@@ -83,10 +83,11 @@ export function fill(id, ...children) {
 
 /**
  * A table that turns into labelled blocks on narrow screens. `columns`: `{label, render(row)}` where
- * render returns a node or text.
+ * render returns a node or text. `empty`: what to show instead when there are no rows — text, or a
+ * node when the empty state offers a way out (such as "Clear filters").
  */
 export function table(columns, rows, { caption, empty = 'Nothing here yet.', rowClass } = {}) {
-  if (rows.length === 0) return el('p', { class: 'muted empty', text: empty });
+  if (rows.length === 0) return typeof empty === 'string' ? emptyState(empty) : empty;
   return el(
     'div',
     { class: 'table-wrap' },
@@ -104,6 +105,11 @@ export function table(columns, rows, { caption, empty = 'Nothing here yet.', row
       ),
     ),
   );
+}
+
+/** The "nothing to show" message of a list, with optional controls (a button that clears a filter). */
+export function emptyState(text, ...controls) {
+  return el('div', { class: 'empty' }, el('p', { class: 'muted', text }), controls.length ? el('div', { class: 'actions' }, controls) : null);
 }
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });

@@ -5,6 +5,10 @@ import { taskLink } from './tasks-view.js';
 
 const EVENT = { 20: 'completed', 30: 'failed' };
 
+// Only a finished delivery can be sent again: the API refuses a pending one (409 DELIVERY_PENDING),
+// whose next attempt is already scheduled.
+const RESENDABLE = new Set(['succeeded', 'failed']);
+
 function attempts(delivery) {
   const count = `${delivery.attempt_count} attempt${delivery.attempt_count === 1 ? '' : 's'}`;
   if (!delivery.attempts || delivery.attempts.length === 0) return el('span', { class: 'muted', text: count });
@@ -32,9 +36,10 @@ function attempts(delivery) {
 
 /**
  * Loads and shows deliveries into the element with id `targetId`; `publicId` narrows them to one
- * task. When the log cannot be read, says why in place of the table.
+ * task; `empty` (text or a node) replaces the default "nothing here" message. When the log cannot
+ * be read, says why in place of the table.
  */
-export async function showDeliveries(targetId, { publicId } = {}) {
+export async function showDeliveries(targetId, { publicId, empty } = {}) {
   const params = new URLSearchParams({ limit: '20' });
   if (publicId) params.set('public_id', publicId);
   let page;
@@ -44,7 +49,7 @@ export async function showDeliveries(targetId, { publicId } = {}) {
     fill(targetId, el('p', { class: 'error', text: `The delivery log could not be loaded: ${err.message}` }));
     return;
   }
-  const reload = () => showDeliveries(targetId, { publicId });
+  const reload = () => showDeliveries(targetId, { publicId, empty });
   const resend = (delivery) => (event) =>
     act(event.currentTarget, async () => {
       await api(`/api/webhook-deliveries/${encodeURIComponent(delivery.id)}/resend`, { method: 'POST' });
@@ -64,11 +69,17 @@ export async function showDeliveries(targetId, { publicId } = {}) {
         { label: 'Created', render: (d) => time(d.created_at) },
         {
           label: 'Actions',
-          render: (d) => el('button', { type: 'button', class: 'button secondary small', 'aria-label': `Resend delivery ${d.id}`, onclick: resend(d) }, 'Resend'),
+          render: (d) =>
+            RESENDABLE.has(d.state)
+              ? el('button', { type: 'button', class: 'button secondary small', 'aria-label': `Resend delivery ${d.id}`, onclick: resend(d) }, 'Resend')
+              : el('span', { class: 'muted', text: 'In progress' }),
         },
       ],
       page.data,
-      { caption: 'Webhook deliveries, newest first', empty: publicId ? 'No webhook deliveries for this task.' : 'No webhook deliveries yet.' },
+      {
+        caption: 'Webhook deliveries, newest first',
+        empty: empty ?? (publicId ? 'No webhook deliveries for this task.' : 'No webhook deliveries yet. One is sent when a task with a callback_url completes or fails.'),
+      },
     ),
   );
 }

@@ -3,7 +3,25 @@ import { api, ApiError, badge, el, fill, notifyError, startPage, time } from './
 import { showDeliveries } from './deliveries-view.js';
 import { KIND_LABEL } from './tasks-view.js';
 
-const publicId = decodeURIComponent(location.pathname.split('/').pop() ?? '');
+/** The id from `/app/tasks/<id>` (a trailing slash allowed); a broken %-escape is kept as typed. */
+function idFromPath() {
+  const segment = location.pathname.split('/').filter(Boolean).pop() ?? '';
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+const publicId = idFromPath();
+
+/** Why a task has no webhook deliveries (yet): none is sent without a callback URL or when cancelled. */
+function noDeliveries(task) {
+  if (!task.callback_url) return 'No webhooks: this task was created without a callback_url.';
+  if (task.status === 40) return 'No webhooks: a cancelled task sends none.';
+  if (task.status === 0 || task.status === 10) return 'No webhook yet: one is sent to the callback URL when the task completes or fails.';
+  return 'No webhook deliveries for this task.';
+}
 
 function json(value) {
   return value === null || value === undefined ? 'null' : JSON.stringify(value, null, 2);
@@ -53,7 +71,7 @@ async function render() {
   document.getElementById('task-payload').textContent = json(task.payload);
   document.getElementById('task-result').textContent = json(task.result);
   fill('task-files', task.files.length ? el('div', { class: 'previews' }, task.files.map(preview)) : el('p', { class: 'muted', text: 'No files.' }));
-  await showDeliveries('task-deliveries', { publicId });
+  await showDeliveries('task-deliveries', { publicId, empty: noDeliveries(task) });
 }
 
 document.getElementById('task-id').textContent = publicId;

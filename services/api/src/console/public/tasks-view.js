@@ -8,7 +8,10 @@ export function taskLink(publicId) {
   return el('a', { href: `/app/tasks/${encodeURIComponent(publicId)}`, class: 'mono' }, publicId);
 }
 
-export function taskTable(tasks, { empty = 'No tasks yet. Create one with a paid or trial API key.' } = {}) {
+const NO_TASKS = 'No tasks yet. Create one with a paid or trial API key.';
+
+/** `empty`: what an empty list says instead of "no tasks yet" (text or a node), e.g. for a filtered list. */
+export function taskTable(tasks, { empty = NO_TASKS } = {}) {
   return table(
     [
       { label: 'Task', render: (t) => taskLink(t.public_id) },

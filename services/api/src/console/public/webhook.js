@@ -1,5 +1,5 @@
 // Webhook page: the signing secret (hidden until shown, copy, rotate) and the delivery log.
-import { api, confirmedAction, copyText, el, fill, notify, startPage, time } from './common.js';
+import { api, confirmedAction, copyText, el, emptyState, fill, notify, startPage, time } from './common.js';
 import { showDeliveries } from './deliveries-view.js';
 
 const toggle = document.getElementById('secret-toggle');
@@ -42,14 +42,18 @@ startPage(async () => {
   );
 
   const filter = document.getElementById('delivery-filter');
-  const initial = new URLSearchParams(location.search).get('public_id') ?? '';
-  filter.elements.public_id.value = initial;
+  /** Shows the deliveries of one task, or all of them; a task without any says so, with a way back to all. */
+  const showFor = (publicId) => {
+    filter.elements.public_id.value = publicId;
+    history.replaceState(null, '', publicId ? `?public_id=${encodeURIComponent(publicId)}` : location.pathname);
+    if (!publicId) return showDeliveries('deliveries');
+    const showAll = el('button', { type: 'button', id: 'show-all-deliveries', class: 'button secondary small', onclick: () => showFor('').then(() => filter.elements.public_id.focus()) }, 'Show all deliveries');
+    return showDeliveries('deliveries', { publicId, empty: emptyState(`No webhook deliveries for task ${publicId}.`, showAll) });
+  };
   filter.addEventListener('submit', async (event) => {
     event.preventDefault();
     if (!filter.reportValidity()) return;
-    const publicId = filter.elements.public_id.value.trim();
-    history.replaceState(null, '', publicId ? `?public_id=${encodeURIComponent(publicId)}` : location.pathname);
-    await showDeliveries('deliveries', { publicId: publicId || undefined });
+    await showFor(filter.elements.public_id.value.trim());
   });
-  await showDeliveries('deliveries', { publicId: initial || undefined });
+  await showFor(new URLSearchParams(location.search).get('public_id') ?? '');
 });
