@@ -73,8 +73,7 @@ export const TASK_KIND_CATALOG = {
         bodyError,
       )
       .refine((b) => (b.image_url === undefined) !== (b.image_base64 === undefined), {
-        error: 'exactly one of image_url or image_base64 is required',
-        path: ['image_url'],
+        error: 'must have exactly one of image_url and image_base64',
       }),
     // Base64 of the largest image plus room for the other fields.
     bodyLimitBytes: Math.ceil((MAX_IMAGE_BYTES * 4) / 3) + 256 * 1024,

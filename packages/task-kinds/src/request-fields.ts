@@ -15,12 +15,12 @@ function isHttpsUrl(value: string): boolean {
 }
 
 export const httpsUrl = z
-  .string({ error: 'must be a string' })
+  .string()
   .max(MAX_URL_LENGTH, { error: `must be at most ${MAX_URL_LENGTH} characters` })
   .refine(isHttpsUrl, { error: 'must be an https:// URL' });
 
 export const prompt = z
-  .string({ error: 'must be a string' })
+  .string()
   .refine((s) => s.trim().length > 0, { error: 'must not be empty' })
   .refine((s) => [...s].length <= 2000, { error: 'must be at most 2000 characters' });
 

@@ -13,10 +13,22 @@ interface ErrorSpec<P = undefined> {
   retryable: boolean;
   /** Seconds for `Retry-After` when the error does not carry its own `retry_after`. */
   retryAfter?: number;
+  /**
+   * A validation failure about one input: the body lists it in `errors` (DESIGN §13) — that
+   * input's name, or `true` for the `name` the throw site gives.
+   */
+  field?: string | true;
 }
 
 const fixed = <M extends string>(status: number, message: M, retryable = false) => ({ status, message, retryable }) satisfies ErrorSpec;
 const built = <P>(status: number, message: (params: P) => string): ErrorSpec<P> => ({ status, message, retryable: false });
+/** A 400 about one input; `field: true` when the throw site names it (`params.name`). */
+const invalid = <P = undefined>(field: string | true, message: string | ((params: P) => string)): ErrorSpec<P> => ({
+  status: 400,
+  message,
+  retryable: false,
+  field,
+});
 
 /** A field, parameter or argument that failed a rule, as `Invalid field "x": <problem>.` */
 interface Problem {
@@ -45,8 +57,8 @@ export const API_ERRORS = {
   FILE_NOT_FOUND: fixed(404, 'File not found.'),
   INSUFFICIENT_CREDITS: fixed(402, 'Insufficient credits.'),
   IDEMPOTENCY_KEY_REUSED: fixed(409, 'This Idempotency-Key was already used with a different request.'),
-  INVALID_IDEMPOTENCY_KEY: fixed(400, 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
-  UNKNOWN_CURSOR: fixed(400, 'Invalid parameter "cursor": no such position; use next_cursor from a previous page.'),
+  INVALID_IDEMPOTENCY_KEY: invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
+  UNKNOWN_CURSOR: invalid('cursor', 'cursor is not a position in this list; use next_cursor from a previous page.'),
 
   // Keys, grants and webhook deliveries (console).
   KEY_NOT_FOUND: fixed(404, 'API key not found.'),
@@ -65,10 +77,14 @@ export const API_ERRORS = {
   INVALID_ARGUMENT: built<Problem>(400, (p) => `${p.name} ${p.problem}.`),
 
   // Request shape: bodies, fields, query parameters.
-  INVALID_FIELD: built<Problem>(400, (p) => `Invalid field "${p.name}": ${p.problem}.`),
-  INVALID_PARAMETER: built<Problem>(400, (p) => `Invalid parameter "${p.name}": ${p.problem}.`),
+  /** A body field: `prompt is required.` */
+  INVALID_FIELD: invalid<Problem>(true, (p) => `${p.name} ${p.problem}.`),
+  /** A query parameter or header: `limit must be at most 100.` */
+  INVALID_PARAMETER: invalid<Problem>(true, (p) => `${p.name} ${p.problem}.`),
+  /** A value PostgreSQL refused although it passed validation (out of range for its column, say). */
+  UNSTORABLE_VALUE: fixed(400, 'A value in the request cannot be stored; check its characters and size.'),
   /** The body or query as a whole (`Request body must be a JSON object.`). */
-  INVALID_REQUEST: built<Problem>(400, (p) => `${p.name} ${p.problem}.`),
+  INVALID_REQUEST: invalid<Problem>(true, (p) => `${p.name} ${p.problem}.`),
   MALFORMED_JSON: fixed(400, 'Malformed JSON body.'),
   BODY_UNREADABLE: fixed(400, 'The request body could not be read.'),
   BODY_TOO_LARGE: built<{ limit: number | undefined }>(413, (p) => `Request body too large (limit ${p.limit ?? 'exceeded'} bytes).`),
@@ -88,6 +104,9 @@ export type ErrorCode = keyof typeof API_ERRORS;
 type BuildsMessage<C extends ErrorCode> = Extract<(typeof API_ERRORS)[C]['message'], (params: never) => string>;
 type ParamsOf<C extends ErrorCode> =
   [BuildsMessage<C>] extends [never] ? undefined : BuildsMessage<C> extends (params: infer P) => string ? P : undefined;
+
+/** The codes whose message needs no parameters from the throw site. */
+export type FixedCode = { [C in ErrorCode]: ParamsOf<C> extends undefined ? C : never }[ErrorCode];
 
 interface ErrorOptions {
   /** Extra top-level fields of the JSON body, next to `message` (`required`, `retry_after`, `errors`…). */
@@ -117,6 +136,10 @@ export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
     this.status = options?.status ?? spec.status;
     this.retryable = spec.retryable;
     this.fields = options?.fields ?? {};
+    if (spec.field !== undefined && this.fields.errors === undefined) {
+      const field = spec.field === true ? (params as Problem).name : spec.field;
+      this.fields = { ...this.fields, errors: [{ field, message: this.message.replace(/\.$/, '') }] };
+    }
   }
 
   /** Seconds for `Retry-After`, when the answer should carry one. */

@@ -169,7 +169,7 @@ describe('tasks API', () => {
       const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(8 * 1024 * 1024)]);
       const res = await create('face-detection', { image_base64: png.toString('base64') });
       expect(res.status).toBe(400);
-      expect(res.body.message).toBe('Invalid field "image_base64": the image must be at most 8 MiB.');
+      expect(res.body).toEqual({ message: 'image_base64 must be an image of at most 8 MiB.', errors: [{ field: 'image_base64', message: 'image_base64 must be an image of at most 8 MiB' }] });
     });
 
     it('answers 402 with required and available when credits are short, and creates nothing', async () => {

@@ -1,6 +1,7 @@
 import jwt from 'jsonwebtoken';
 import type { Redis } from 'ioredis';
-import { newId } from '@taskapi/ids';
+import { z } from 'zod';
+import { isId, newId } from '@taskapi/ids';
 
 /** Console sessions last 12 hours (DESIGN §3). */
 export const SESSION_TTL_SECONDS = 12 * 3600;
@@ -19,6 +20,21 @@ export interface VerifiedSession {
   tokenId: string;
   expiresAt: number;
 }
+
+/** Leeway for clocks of replicas that disagree a little. */
+const CLOCK_SKEW_SECONDS = 60;
+
+/**
+ * The claims a session is honoured with (DESIGN §13). A token signed with our secret could still
+ * carry claims of the wrong shape (an older release, a test tool, a leaked secret being probed):
+ * ids of our own format and times that make sense, or no session at all.
+ */
+const sessionClaims = z.object({
+  sub: z.string().refine((v) => isId('account', v)),
+  jti: z.string().refine((v) => isId('session', v)),
+  iat: z.number().int().refine((v) => v <= Date.now() / 1000 + CLOCK_SKEW_SECONDS),
+  exp: z.number().int().refine((v) => v <= Date.now() / 1000 + SESSION_TTL_SECONDS + CLOCK_SKEW_SECONDS),
+});
 
 function revokedKey(tokenId: string): string {
   return `taskapi:session:revoked:${tokenId}`;
@@ -47,15 +63,16 @@ export class SessionService {
 
   /** The session in `token`, or null when it is malformed, forged, expired or logged out. */
   async verify(token: string): Promise<VerifiedSession | null> {
-    let claims: jwt.JwtPayload;
+    let decoded: unknown;
     try {
-      const decoded = jwt.verify(token, this.secret, { algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE });
-      if (typeof decoded === 'string') return null;
-      claims = decoded;
+      // Also refuses an `exp` in the past and a `nbf` in the future.
+      decoded = jwt.verify(token, this.secret, { algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE });
     } catch {
       return null;
     }
-    if (!claims.sub || !claims.jti || !claims.exp) return null;
+    const parsed = sessionClaims.safeParse(decoded);
+    if (!parsed.success) return null;
+    const claims = parsed.data;
     if (await this.redis.exists(revokedKey(claims.jti))) return null;
     return { accountId: claims.sub, tokenId: claims.jti, expiresAt: claims.exp * 1000 };
   }

@@ -28,10 +28,10 @@ export function decodeImageBase64(value: string): ImageUpload {
     throw invalidImage('must be base64-encoded image data');
   }
   if (Math.floor((compact.length * 3) / 4) - 2 > MAX_IMAGE_BYTES) {
-    throw invalidImage('the image must be at most 8 MiB');
+    throw invalidImage('must be an image of at most 8 MiB');
   }
   const data = Buffer.from(compact, 'base64');
-  if (data.length > MAX_IMAGE_BYTES) throw invalidImage('the image must be at most 8 MiB');
+  if (data.length > MAX_IMAGE_BYTES) throw invalidImage('must be an image of at most 8 MiB');
   if (data.length >= 8 && data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
     return { contentType: 'image/png', data };
   }

@@ -1,10 +1,10 @@
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
 import type { ApiDeps } from '../deps';
-import { ApiError } from '../errors';
+import { ApiError, type FixedCode } from '../errors';
 import { keyPrincipal, locals, sessionPrincipal } from './request-context';
 import { expressPath, type Auth, type Reply, type Route } from './route';
-import { parseOrThrow } from './validation';
+import { invalidInput, parseOrThrow, unstorableStrings, type InputPlace } from './validation';
 
 /**
  * Path prefixes whose every request is authenticated before routing: an unknown path below them
@@ -16,31 +16,55 @@ export interface AuthScope {
   auth: Exclude<Auth, 'none'>;
 }
 
-/** JSON body parser for one route: the limit, and for strict bodies the content type and raw text. */
+/** True when a request says it carries a body (a length above zero, or chunked). */
+function hasBody(req: Request): boolean {
+  return Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+}
+
+/**
+ * JSON body parser for one route (DESIGN §13): a body must be `application/json` in UTF-8, else
+ * 415, before a byte of it is parsed; strict bodies also keep their raw text.
+ */
 function jsonBody(limit: number, strict: boolean): RequestHandler {
-  if (!strict) return express.json({ limit });
   const parse = express.json({
     limit,
     strict: true,
-    verify: (_req, res, buf, encoding) => {
-      locals(res as Response).rawBody = buf.toString((encoding || 'utf8') as BufferEncoding);
-    },
+    type: () => true,
+    verify: strict
+      ? (_req, res, buf) => {
+          locals(res as Response).rawBody = buf.toString('utf8');
+        }
+      : undefined,
   });
   return (req, res, next) => {
-    const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-    if (hasBody && !req.is('application/json')) {
+    if (!hasBody(req)) {
+      next();
+      return;
+    }
+    if (!req.is('application/json')) {
       next(new ApiError('CONTENT_TYPE_NOT_JSON'));
+      return;
+    }
+    const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(req.get('content-type') ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && charset !== 'utf-8') {
+      next(new ApiError('UNSUPPORTED_ENCODING'));
       return;
     }
     parse(req, res, next);
   };
 }
 
-function parseInput(schema: z.ZodType | undefined, value: unknown, invalid: ApiError['code']): unknown {
+function parseInput(schema: z.ZodType | undefined, value: unknown, invalid: FixedCode): unknown {
   if (!schema) return undefined;
   const result = schema.safeParse(value);
-  if (!result.success) throw new ApiError(invalid as 'NOT_FOUND');
+  if (!result.success) throw new ApiError(invalid);
   return result.data;
+}
+
+/** Throws the 400 of DESIGN §13 when an input holds text PostgreSQL cannot store. */
+function refuseUnstorable(value: unknown, place: InputPlace, verbatim?: readonly string[]): void {
+  const problems = unstorableStrings(value, verbatim);
+  if (problems.length) throw invalidInput(problems, place);
 }
 
 function send(res: Response, reply: Reply): void {
@@ -57,12 +81,17 @@ function invoke(route: Route, deps: ApiDeps): RequestHandler {
     route.guard?.(req, deps);
     const params = parseInput(route.params?.schema, req.params, route.params?.invalid ?? 'NOT_FOUND') as Record<string, unknown> | undefined;
     if (typeof params?.publicId === 'string') locals(res).publicId = params.publicId;
-    const query = route.query ? parseOrThrow(route.query, req.query, 'Query') : undefined;
+    let query: unknown;
+    if (route.query) {
+      refuseUnstorable(req.query, 'query');
+      query = parseOrThrow(route.query, req.query, 'query');
+    }
     let body: unknown;
     if (route.body) {
       if (route.body.strict && req.body === undefined) {
         throw new ApiError('INVALID_REQUEST', { params: { name: 'Request body', problem: 'must be a JSON object' } });
       }
+      refuseUnstorable(req.body, 'body', route.body.verbatim);
       body = parseOrThrow(route.body.schema, req.body);
     }
     const headers = route.headers

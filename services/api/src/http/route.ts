@@ -6,7 +6,7 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { ApiDeps } from '../deps';
 import type { KeyPrincipal, SessionPrincipal } from '../domain/principal';
-import type { ErrorCode } from '../errors';
+import type { ErrorCode, FixedCode } from '../errors';
 import type { ResponseHeader } from '../openapi/headers';
 
 /** `apiKey`: `X-Api-Key` plus rate limits; `session`: console login; `none`: public. */
@@ -38,13 +38,18 @@ export interface BodySpec<B extends z.ZodType> {
    * validation, and the raw text is kept so `payload` can be echoed exactly as sent.
    */
   strict?: boolean;
+  /**
+   * Top-level members stored and echoed exactly as sent (`payload`): exempt from the check for
+   * text PostgreSQL cannot store, because they are kept as JSON text, escapes and all.
+   */
+  verbatim?: readonly string[];
   example?: unknown;
 }
 
 /** Path parameters or headers: their schema, the code a bad value answers, and a description of each. */
 export interface InputSpec<S> {
   schema: S;
-  invalid: ErrorCode;
+  invalid: FixedCode;
   describe: Record<string, string>;
 }
 

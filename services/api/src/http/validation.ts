@@ -6,11 +6,67 @@ export interface FieldError {
   message: string;
 }
 
+/** Where a request input came from: its failures answer with the matching code. */
+export type InputPlace = 'body' | 'query' | 'header' | 'path';
+
+const BODY = '(body)';
+
 function fieldName(path: ReadonlyArray<PropertyKey>): string {
-  return path.length ? path.map(String).join('.') : '(body)';
+  return path.length ? path.map(String).join('.') : BODY;
 }
 
-/** zod issues as `{field, message}` pairs with wording an integrator can act on. */
+const TYPE_NAMES: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  boolean: 'true or false',
+  object: 'a JSON object',
+  array: 'an array',
+  bigint: 'an integer',
+  null: 'null',
+};
+
+function quoteAll(values: readonly unknown[]): string {
+  return values.map((v) => JSON.stringify(v)).join(', ');
+}
+
+/**
+ * zod's issues in words an integrator can act on, for every schema that does not set its own
+ * message: "is required", "must be an integer", "must be at most 100". Schema messages win.
+ */
+const humanMessage: z.core.$ZodErrorMap = (issue) => {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.input === undefined ? 'is required' : `must be ${TYPE_NAMES[issue.expected] ?? issue.expected}`;
+    case 'too_small': {
+      const min = String(issue.minimum);
+      if (issue.origin === 'string') return issue.minimum === 1 ? 'must not be empty' : `must be at least ${min} characters`;
+      if (issue.origin === 'array' || issue.origin === 'set') return `must have at least ${min} items`;
+      return issue.inclusive === false ? `must be greater than ${min}` : `must be at least ${min}`;
+    }
+    case 'too_big': {
+      const max = String(issue.maximum);
+      if (issue.origin === 'string') return `must be at most ${max} characters`;
+      if (issue.origin === 'array' || issue.origin === 'set') return `must have at most ${max} items`;
+      return issue.inclusive === false ? `must be less than ${max}` : `must be at most ${max}`;
+    }
+    case 'invalid_value':
+      return issue.values.length === 1 ? `must be ${quoteAll(issue.values)}` : `must be one of ${quoteAll(issue.values)}`;
+    case 'invalid_format':
+      return issue.format === 'regex' ? 'has the wrong format' : `must be a valid ${issue.format}`;
+    case 'not_multiple_of':
+      return `must be a multiple of ${String(issue.divisor)}`;
+    case 'invalid_union':
+    case 'invalid_key':
+    case 'invalid_element':
+    case 'custom':
+      return 'is invalid';
+    default:
+      return undefined;
+  }
+};
+
+/** zod issues as `{field, message}` pairs: the field's name and a sentence about it. */
 export function describeIssues(issues: readonly z.core.$ZodIssue[]): FieldError[] {
   const out: FieldError[] = [];
   for (const issue of issues) {
@@ -23,15 +79,49 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): FieldError[
   return out;
 }
 
+/** The 400 for a list of problems: the first one in `message`, each one in `errors`. */
+export function invalidInput(problems: readonly FieldError[], place: InputPlace): ApiError {
+  const whole = place === 'body' ? 'Request body' : place === 'query' ? 'Query' : 'Request';
+  const named = problems.map((p) => ({ name: p.field === BODY ? whole : p.field, problem: p.message.replace(/\.$/, '') }));
+  const errors = named.map(({ name, problem }) => ({ field: name, message: `${name} ${problem}` }));
+  const first = named[0] ?? { name: whole, problem: 'is invalid' };
+  if (first.name === whole) return new ApiError('INVALID_REQUEST', { params: first, fields: { errors } });
+  return new ApiError(place === 'body' ? 'INVALID_FIELD' : 'INVALID_PARAMETER', { params: first, fields: { errors } });
+}
+
 /** Parses `value` with `schema` or throws a 400 listing every problem. */
-export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what = 'Request body'): z.output<S> {
-  const result = schema.safeParse(value);
+export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, place: InputPlace = 'body'): z.output<S> {
+  const result = schema.safeParse(value, { error: humanMessage });
   if (result.success) return result.data;
-  const errors = describeIssues(result.error.issues);
-  const first = errors[0];
-  const fields = { errors };
-  const problem = (first?.message ?? 'is invalid').replace(/\.$/, '');
-  if (!first || first.field === '(body)') throw new ApiError('INVALID_REQUEST', { params: { name: what, problem }, fields });
-  const code = what === 'Request body' ? 'INVALID_FIELD' : 'INVALID_PARAMETER';
-  throw new ApiError(code, { params: { name: first.field, problem }, fields });
+  throw invalidInput(describeIssues(result.error.issues), place);
+}
+
+// NUL, or half of a UTF-16 surrogate pair without its other half.
+const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const UNSTORABLE_PROBLEM = 'must not contain a NUL character or an unpaired UTF-16 surrogate';
+const MAX_REPORTED = 20;
+
+/**
+ * Every string of a request input that PostgreSQL text could not store (DESIGN §13): a NUL
+ * character or an unpaired surrogate, in a value or an object key, at any depth. Iterative, so a
+ * deeply nested body cannot overflow the stack. `skip` names top-level members kept verbatim.
+ */
+export function unstorableStrings(value: unknown, skip: readonly string[] = []): FieldError[] {
+  const problems: FieldError[] = [];
+  const stack: Array<[unknown, PropertyKey[]]> = [[value, []]];
+  while (stack.length && problems.length < MAX_REPORTED) {
+    const [node, path] = stack.pop()!;
+    if (typeof node === 'string') {
+      if (UNSTORABLE.test(node)) problems.push({ field: fieldName(path), message: UNSTORABLE_PROBLEM });
+    } else if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], [...path, i]]);
+    } else if (typeof node === 'object' && node !== null) {
+      for (const [key, child] of Object.entries(node)) {
+        if (path.length === 0 && skip.includes(key)) continue;
+        if (UNSTORABLE.test(key)) problems.push({ field: fieldName([...path, key]), message: UNSTORABLE_PROBLEM });
+        else stack.push([child, [...path, key]]);
+      }
+    }
+  }
+  return problems;
 }

@@ -2,8 +2,9 @@
 // declaration, JSON Schemas from its zod schemas, error responses and their exact messages from the
 // error table. Nothing here restates the contract; it only arranges it.
 import { z } from 'zod';
-import { API_ERRORS, type ErrorCode } from '../errors';
+import { API_ERRORS, ApiError, type ErrorCode, type FixedCode } from '../errors';
 import type { Route, ResponseSpec } from '../http/route';
+import { invalidInput } from '../http/validation';
 import { errorSchema, expiredTrialKeySchema, insufficientCreditsSchema, rateLimitedSchema, validationErrorSchema } from '../schemas/errors';
 import { loginRateLimitedSchema } from '../schemas/console';
 import { ERROR_EXAMPLE_FIELDS, ERROR_RESPONSE_NOTES } from './error-docs';
@@ -19,10 +20,12 @@ const ERROR_BODIES: Partial<Record<ErrorCode, z.ZodType>> = {
   RATE_LIMITED: rateLimitedSchema,
   INSUFFICIENT_CREDITS: insufficientCreditsSchema,
   TOO_MANY_LOGIN_ATTEMPTS: loginRateLimitedSchema,
-  INVALID_FIELD: validationErrorSchema,
-  INVALID_PARAMETER: validationErrorSchema,
-  INVALID_REQUEST: validationErrorSchema,
 };
+
+/** The body schema of a code: its own, the validation error's for codes about one input, or the plain error's. */
+function errorBody(code: ErrorCode): z.ZodType {
+  return ERROR_BODIES[code] ?? ('field' in API_ERRORS[code] ? validationErrorSchema : errorSchema);
+}
 
 /** Collects JSON Schemas, hoisting every schema with a `meta({ id })` into `components.schemas`. */
 class SchemaCollector {
@@ -68,18 +71,17 @@ function headerObjects(names: readonly ResponseHeader[], used: Set<ResponseHeade
 }
 
 function example(code: ErrorCode, invalid?: readonly [string, string, string]): { summary: string; value: Json } {
-  const spec = API_ERRORS[code] as { message: string | ((p: { name: string; problem: string }) => string) };
   if (invalid) {
-    const [summary, name, problem] = invalid;
-    const message =
-      name === '(body)'
-        ? `Request body ${problem}.`
-        : (spec.message as (p: { name: string; problem: string }) => string)({ name, problem });
-    return { summary, value: { message, errors: [{ field: name, message: problem }] } };
+    const [summary, field, problem] = invalid;
+    return { summary, value: invalidInput([{ field, message: problem }], code === 'INVALID_PARAMETER' ? 'query' : 'body').body() as Json };
   }
-  const message = typeof spec.message === 'string' ? spec.message : spec.message({ name: 'name', problem: 'is invalid' });
+  const spec = API_ERRORS[code];
+  const error =
+    typeof spec.message === 'string'
+      ? new ApiError(code as FixedCode)
+      : new ApiError(code as 'INVALID_FIELD', { params: { name: 'name', problem: 'is invalid' } });
   const sample = ERROR_EXAMPLE_FIELDS[code];
-  return { summary: sample?.summary ?? message, value: { message: sample?.message ?? message, ...sample?.fields } };
+  return { summary: sample?.summary ?? error.message, value: { ...error.body(), ...(sample?.message ? { message: sample.message } : {}), ...sample?.fields } as Json };
 }
 
 /** The code of a validation problem with `field`: the body as a whole, a query parameter, or a body field. */
@@ -114,7 +116,7 @@ function errorResponses(route: Route, schemas: SchemaCollector, usedHeaders: Set
   }
   const out: Record<string, Json> = {};
   for (const [status, group] of [...byStatus].sort(([a], [b]) => a - b)) {
-    const bodies = [...new Set(group.map((c) => ERROR_BODIES[c] ?? errorSchema))];
+    const bodies = [...new Set(group.map(errorBody))];
     const examples: Record<string, Json> = {};
     for (const code of group) {
       const samples = (route.invalidExamples ?? []).filter((sample) => validationCode(route, sample[1]) === code);

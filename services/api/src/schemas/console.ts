@@ -31,14 +31,14 @@ export const loginRequestSchema = z
   .strictObject(
     {
       email: z
-        .string({ error: 'must be a string' })
-        .min(1, { error: 'is required' })
-        .max(254, { error: 'is too long' })
+        .string()
+        .min(1, { error: 'must not be empty' })
+        .max(254)
         .meta({ description: 'Compared trimmed and lower-cased.', example: 'dev@example.com' }),
       password: z
-        .string({ error: 'must be a string' })
-        .min(1, { error: 'is required' })
-        .max(1024, { error: 'is too long' })
+        .string()
+        .min(1, { error: 'must not be empty' })
+        .max(1024)
         .meta({ format: 'password' }),
     },
     { error: 'must be a JSON object' },

@@ -8,13 +8,16 @@ export const errorSchema = z
   .meta({ id: 'Error', description: 'Every error body has a human-readable `message`; some add fields (see the more specific schemas).' });
 
 export const fieldErrorSchema = z.object({
-  field: z.string().meta({ description: 'Field or query parameter name (dotted path); `(body)` for the body as a whole.', example: 'prompt' }),
-  message: z.string().meta({ example: 'must not be empty' }),
+  field: z.string().meta({
+    description: 'The body field (a dotted path when nested: `files.0.name`), query parameter or header; `Request body` for the body as a whole.',
+    example: 'prompt',
+  }),
+  message: z.string().meta({ description: 'What is wrong with it, as a sentence naming it.', example: 'prompt must not be empty' }),
 });
 
 export const validationErrorSchema = errorSchema
   .extend({ errors: z.array(fieldErrorSchema).min(1) })
-  .meta({ id: 'ValidationError', description: 'A 400 from request validation: the first problem in `message`, every problem in `errors`.' });
+  .meta({ id: 'ValidationError', description: 'A 400 from request validation: the first problem in `message`, one entry per problem in `errors`.' });
 
 export const expiredTrialKeySchema = errorSchema
   .extend({

@@ -19,10 +19,9 @@ const idempotencyHeaders = {
   },
 } as const;
 
+/** What the API reference adds to a kind's catalog entry (its title and description). */
 interface KindDocs {
   component: string;
-  summary: string;
-  description: string;
   example: Record<string, unknown>;
   invalidExamples: ReadonlyArray<readonly [string, string, string]>;
 }
@@ -30,18 +29,15 @@ interface KindDocs {
 const DOCS: Record<TaskKind, KindDocs> = {
   'video-generation': {
     component: 'CreateVideoTask',
-    summary: 'Create a video generation task',
-    description: 'Renders a video from `prompt`, `duration_seconds` long.',
     example: { prompt: 'A paper boat drifting down a rainy street', duration_seconds: 6, callback_url: 'https://example.com/hooks/tasks', payload: { order_id: 'A-1001' } },
     invalidExamples: [
+      ['prompt is missing', 'prompt', 'is required'],
       ['prompt is blank', 'prompt', 'must not be empty'],
       ['duration_seconds out of range', 'duration_seconds', 'must be an integer from 1 to 10'],
     ],
   },
   'image-generation': {
     component: 'CreateImageTask',
-    summary: 'Create an image generation task',
-    description: 'Renders a `width` × `height` PNG from `prompt`.',
     example: { prompt: 'A lighthouse on a cliff at dusk', width: 768, height: 512, payload: { order_id: 'A-1002' } },
     invalidExamples: [
       ['prompt over 2000 characters', 'prompt', 'must be at most 2000 characters'],
@@ -50,13 +46,9 @@ const DOCS: Record<TaskKind, KindDocs> = {
   },
   'face-detection': {
     component: 'CreateFaceDetectionTask',
-    summary: 'Create a face detection task',
-    description:
-      'Detects faces in one JPEG or PNG image, given as `image_url` (https, fetched by the worker) or `image_base64` (at most ' +
-      '8 MiB decoded). The result is `{"face_coordinates": [{x, y, width, height, score}]}` in pixels.',
     example: { image_url: 'https://example.com/photos/team.jpg', callback_url: 'https://example.com/hooks/tasks' },
     invalidExamples: [
-      ['Neither or both of image_url and image_base64', 'image_url', 'exactly one of image_url or image_base64 is required'],
+      ['Neither or both of image_url and image_base64', '(body)', 'must have exactly one of image_url and image_base64'],
       ['image_base64 is not a JPEG or PNG', 'image_base64', 'must be a JPEG or PNG image'],
     ],
   },
@@ -72,15 +64,16 @@ const COMMON_INVALID = [
 /** `POST /api/tasks/{kind}`: validates, charges and records the task, then queues it. */
 export function createTaskRoute(kind: TaskKind) {
   const docs = DOCS[kind];
+  const { title, description } = TASK_KIND_CATALOG[kind];
   const schema: z.ZodType<Record<string, unknown>> = createTaskSchemas[kind].meta({ id: docs.component });
   return defineRoute({
     operationId: `create${docs.component.replace(/^Create/, '')}`,
     method: 'post',
     path: `/api/tasks/${kind}`,
     tag: 'Tasks',
-    summary: docs.summary,
+    summary: `Create a ${title.toLowerCase()} task`,
     description:
-      `${docs.description}\n\nA paid key draws on the account's paid balance, a trial key on its grant's remaining quota ` +
+      `${description}\n\nA paid key draws on the account's paid balance, a trial key on its grant's remaining quota ` +
       '(costs are configurable). Failed (30) and cancelled (40) tasks are refunded in full. When the task completes or fails ' +
       'and has a `callback_url`, a signed webhook is sent (see `WebhookEvent`).',
     auth: 'apiKey',
@@ -89,6 +82,7 @@ export function createTaskRoute(kind: TaskKind) {
       schema,
       limit: TASK_KIND_CATALOG[kind].bodyLimitBytes,
       strict: true,
+      verbatim: ['payload'],
       example: docs.example,
     },
     responses: {
