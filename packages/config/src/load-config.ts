@@ -35,13 +35,19 @@ const settings = {
       .transform(withoutTrailingSlash)
       .optional(),
   ),
+  /**
+   * How many reverse proxies in front of the API append to `X-Forwarded-For`: the client address
+   * (login throttle, key-reveal audit) is the entry that many hops from the right; 0 = the socket's peer.
+   * `false` means 0; `true` (believe the left-most entry, which any client can forge) is refused
+   * in production.
+   */
   trustProxy: variable(
     'TRUST_PROXY',
     z
       .string()
-      .regex(/^(true|false|\d+)$/, named('must be true, false or a hop count'))
-      .transform((v) => (v === 'true' ? true : v === 'false' ? false : Number(v)))
-      .prefault('false'),
+      .regex(/^(true|false|\d{1,2})$/, named('must be a hop count (0 to 99), false or true'))
+      .transform((v): number | true => (v === 'true' ? true : v === 'false' ? 0 : Number(v)))
+      .prefault('0'),
   ),
   jwtSecret: variable('JWT_SECRET', z.string().min(32, named('must be at least 32 characters')).optional()),
   secretsKey: variable(
@@ -103,9 +109,18 @@ const settings = {
       perDay: variable('RATE_LIMIT_TRIAL_PER_DAY', wholeNumber().default(1000)),
     },
   } satisfies Record<ApiKeyType, unknown>,
+  /** Login throttle (services/api/src/domain/login-throttle.ts), in 15-minute windows. */
   login: {
-    maxFailuresPerEmail: variable('LOGIN_MAX_FAILURES_PER_EMAIL', wholeNumber().default(10)),
+    /** Attempts one client address may make, across e-mails; then 429. */
     maxAttemptsPerIp: variable('LOGIN_MAX_ATTEMPTS_PER_IP', wholeNumber().default(100)),
+    /** Failed attempts for one e-mail from one client address (a success clears them); then 429. */
+    maxFailuresPerEmailAndIp: variable('LOGIN_MAX_FAILURES_PER_EMAIL_AND_IP', wholeNumber().default(10)),
+    /**
+     * Cap of the delay before each password check of an e-mail that several addresses are failing
+     * for (never a refusal). An attempt waits at most 2 × this (at least 1 s) for its turn from an
+     * address that has not failed for the e-mail, 5 × from one that has; then it is checked anyway.
+     */
+    slowdownMaxMs: variable('LOGIN_SLOWDOWN_MAX_MS', wholeNumber(30_000).default(2_000)),
   },
   databasePoolSize: variable('DATABASE_POOL_SIZE', wholeNumber(500).default(10)),
   /**
@@ -136,6 +151,12 @@ function checkCombinations(s: EnvValues, ctx: z.core.$RefinementCtx): void {
     problem(`${settings.admin.user.name} and ${settings.admin.password.name} must be set together`);
   }
   if (s.nodeEnv === 'production') {
+    if (s.trustProxy === true) {
+      problem(
+        'true is refused when NODE_ENV=production: any client could then pick its own address with a forged X-Forwarded-For; set the number of proxies in front of the API (e.g. 1)',
+        settings.trustProxy,
+      );
+    }
     const missing = [s.jwtSecret ? undefined : settings.jwtSecret.name, s.secretsKey ? undefined : settings.secretsKey.name].filter(Boolean);
     if (missing.length > 0) problem(`${missing.join(', ')}: required when NODE_ENV=production`);
     if (!s.publicBaseUrl) {
@@ -166,6 +187,9 @@ function complete(s: EnvValues) {
   const { devSecretsFile, ...config } = s;
   const production = s.nodeEnv === 'production';
   const warnings: string[] = [];
+  if (s.trustProxy === true) {
+    warnings.push(`${settings.trustProxy.name}=true: any client can choose its address with X-Forwarded-For (refused in production)`);
+  }
 
   let { jwtSecret, secretsKey } = s;
   let admin: AdminCredentials | undefined =

@@ -96,6 +96,31 @@ describe('configuration', () => {
     expect(loadConfig({ ...prod, HOST: '10.0.0.5' }).host).toBe('10.0.0.5');
   });
 
+  it('TRUST_PROXY: a hop count (default 0); true is refused in production', () => {
+    const prod = { ...SECRETS, NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://tasks.example.com' };
+    expect(loadConfig({ ...SECRETS }).trustProxy).toBe(0);
+    expect(loadConfig({ ...prod }).trustProxy).toBe(0);
+    expect(loadConfig({ ...prod, TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ ...prod, TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ ...prod, TRUST_PROXY: 'false' }).trustProxy).toBe(0);
+    expect(() => loadConfig({ ...prod, TRUST_PROXY: 'true' })).toThrow(/TRUST_PROXY: true is refused when NODE_ENV=production/);
+    for (const bad of ['yes', '-1', '1.5', '100', 'loopback', '10.0.0.0/8']) {
+      expect(() => loadConfig({ ...SECRETS, TRUST_PROXY: bad })).toThrow(/TRUST_PROXY must be a hop count/);
+    }
+    // Outside production (a developer's own proxy) it is allowed, with a warning every service logs.
+    const dev = loadConfig({ ...SECRETS, TRUST_PROXY: 'true' });
+    expect(dev.trustProxy).toBe(true);
+    expect(dev.warnings).toEqual([expect.stringMatching(/^TRUST_PROXY=true: any client can choose its address/)]);
+  });
+
+  it('login throttle: defaults and limits', () => {
+    expect(loadConfig({ ...SECRETS }).login).toEqual({ maxAttemptsPerIp: 100, maxFailuresPerEmailAndIp: 10, slowdownMaxMs: 2_000 });
+    const set = loadConfig({ ...SECRETS, LOGIN_MAX_ATTEMPTS_PER_IP: '50', LOGIN_MAX_FAILURES_PER_EMAIL_AND_IP: '5', LOGIN_SLOWDOWN_MAX_MS: '3000' });
+    expect(set.login).toEqual({ maxAttemptsPerIp: 50, maxFailuresPerEmailAndIp: 5, slowdownMaxMs: 3_000 });
+    expect(() => loadConfig({ ...SECRETS, LOGIN_MAX_FAILURES_PER_EMAIL_AND_IP: '0' })).toThrow(/LOGIN_MAX_FAILURES_PER_EMAIL_AND_IP must be at least 1/);
+    expect(() => loadConfig({ ...SECRETS, LOGIN_SLOWDOWN_MAX_MS: '60000' })).toThrow(/LOGIN_SLOWDOWN_MAX_MS must be at most 30000/);
+  });
+
   describe('Bull Board login', () => {
     const tmpFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'secrets.json');
 

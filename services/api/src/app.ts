@@ -18,6 +18,8 @@ export function createApp(deps: ApiDeps): express.Express {
   app.disable('x-powered-by');
   // JSON responses are small and uncacheable; computing ETags would only cost CPU.
   app.set('etag', false);
+  // A hop count: req.ip is the X-Forwarded-For entry that many proxies from the right, so a
+  // client's own (forged) entries never become its address. (`true` is refused in production.)
   app.set('trust proxy', deps.config.trustProxy);
 
   app.use(observe(deps.logger, deps.metrics));

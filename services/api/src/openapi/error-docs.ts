@@ -13,7 +13,7 @@ export const ERROR_EXAMPLE_FIELDS: Partial<Record<ErrorCode, ExampleFields>> = {
   TRIAL_KEY_EXPIRED: { summary: "Trial key whose grant expired; the account's other working trial keys", fields: { active_key_prefixes: ['sk-test-Ab12Cd34'] } },
   RATE_LIMITED: { summary: 'Minute window exhausted (paid key)', fields: { limit: 300, window: 'minute', retry_after: 12 } },
   INSUFFICIENT_CREDITS: { summary: 'Balance or grant quota below the task cost', fields: { required: 10, available: 3 } },
-  TOO_MANY_LOGIN_ATTEMPTS: { summary: 'Too many attempts from this IP or failures for this e-mail', fields: { retry_after: 840 } },
+  TOO_MANY_LOGIN_ATTEMPTS: { summary: 'Too many attempts from this address, or failures for this e-mail from this address', fields: { retry_after: 840 } },
   INVALID_REQUEST: { summary: 'No JSON body was sent', message: 'Request body must be a JSON object.' },
 };
 

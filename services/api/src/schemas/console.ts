@@ -61,7 +61,11 @@ export type LoginResponseView = z.infer<typeof loginResponseSchema>;
 export const loginRateLimitedSchema = errorSchema
   .extend({
     message: z.literal('Too many login attempts. Try again later.'),
-    retry_after: z.int().min(1).meta({ description: 'Seconds until the 15-minute window that blocked the attempt ends.' }),
+    retry_after: z.int().min(1).meta({
+      description:
+        'Seconds until the attempt may be retried: the end of the 15-minute window that blocked it, or 1 while another ' +
+        'attempt from this address for this e-mail is running.',
+    }),
   })
   .meta({ id: 'LoginRateLimited' });
 

@@ -21,8 +21,10 @@ export const loginRoute = defineRoute({
   summary: 'Log in to the console',
   description:
     'Checks e-mail and password and starts a 12-hour session: the token in the body and the same JWT as the `session` ' +
-    'cookie. Throttled per client IP and per e-mail (15-minute windows). Refuses requests carrying `X-Api-Key`, and ' +
-    'browser posts from other sites.',
+    'cookie. Throttled in 15-minute windows: too many attempts from one client address, or too many failures for one ' +
+    'e-mail from one address, answer 429 with `Retry-After`. When several addresses fail for one e-mail, its attempts ' +
+    'take turns and are slowed (up to a few seconds each), but the right password is never refused. Refuses requests ' +
+    'carrying `X-Api-Key`, and browser posts from other sites.',
   auth: 'none',
   body: { schema: loginRequestSchema, limit: 16 * 1024, example: { email: 'dev@example.com', password: 'correct horse battery staple' } },
   responses: { 200: { description: 'Logged in.', schema: loginResponseSchema, headers: ['Set-Cookie-Session'] } },

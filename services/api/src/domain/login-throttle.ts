@@ -1,0 +1,247 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { randomBase62 } from '@taskapi/crypto';
+import type { Config } from '@taskapi/config';
+import { ApiError, unavailable } from '../errors';
+
+/** `LOGIN_*` settings: limits per 15-minute window and the cap of the per-e-mail slowdown. */
+export type LoginLimits = Config['login'];
+
+/** Every counter of the throttle lives this long after its first entry. */
+export const LOGIN_WINDOW_SECONDS = 15 * 60;
+/** Addresses that may fail for one e-mail within the window before its attempts slow down. */
+export const SLOWDOWN_FREE_ADDRESSES = 2;
+/** Delay when one more address than that fails; it doubles with each further address, up to the cap. */
+export const SLOWDOWN_FIRST_DELAY_MS = 250;
+
+/**
+ * Longest wait for the e-mail's turn, after which the password is checked anyway (never refused):
+ * 2 × the delay cap (at least 1 s) from an address that has not failed for the e-mail, 5 × from
+ * one that has. Addresses that have not failed also go first.
+ */
+export function maxTurnWaitMs(limits: LoginLimits, failedBefore: boolean): number {
+  return Math.max((failedBefore ? 5 : 2) * limits.slowdownMaxMs, 1_000);
+}
+
+/**
+ * The delay before checking a password for an e-mail that `failingAddresses` client addresses
+ * have failed for in the window: none for the first two (one attacker's address, or the owner's
+ * own typos, never slows anyone else), then 250 ms doubling per address up to `maxMs`.
+ */
+export function slowdownMs(failingAddresses: number, maxMs: number): number {
+  if (failingAddresses <= SLOWDOWN_FREE_ADDRESSES) return 0;
+  return Math.min(maxMs, SLOWDOWN_FIRST_DELAY_MS * 2 ** (failingAddresses - SLOWDOWN_FREE_ADDRESSES - 1));
+}
+
+/**
+ * The address the limits count a client under: IPv4 as is (also when IPv4-mapped), IPv6 by its
+ * /64 prefix, because one subscriber usually holds a whole /64 and could otherwise take a fresh
+ * address per request.
+ */
+export function throttleAddress(ip: string): string {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (!ip.includes(':')) return ip;
+  let canonical: string;
+  try {
+    // The URL parser writes any IPv6 spelling in one canonical form (lower case, embedded IPv4 as hex).
+    canonical = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  } catch {
+    return ip; // Not an address the URL parser accepts (e.g. with a zone id): count it as it is.
+  }
+  const [head = '', tail] = canonical.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups.slice(0, 4).join(':')}::/64`;
+}
+
+// Scripts on the keys of one e-mail (one hash tag). Times are the Redis server's, in ms.
+// KEYS: 1 failures of (e-mail, address), 2 attempt in flight for (e-mail, address), 3 failing
+// addresses of the e-mail (zset: address → last failure), 4 turn (holder's token), 5 attempts
+// waiting with priority (zset: token → expiry)
+
+// ARGV: 1 failure limit, 2 token, 3 hold ms (turn, in-flight marker), 4 ms a priority entry lasts
+// Returns {0, retry after s} (refused) or {1, failing addresses, has turn, failed before}.
+// One attempt at a time per (e-mail, address), so parallel attempts cannot exceed the limit.
+const BEGIN = `
+local failures = tonumber(redis.call('GET', KEYS[1]) or '0')
+if failures >= tonumber(ARGV[1]) then return {0, math.max(1, redis.call('TTL', KEYS[1]))} end
+if not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return {0, 1} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ${LOGIN_WINDOW_SECONDS * 1000})
+local failing = redis.call('ZCARD', KEYS[3])
+local failed_before = 0
+if failures > 0 then failed_before = 1 end
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+if failed_before == 0 or redis.call('ZCARD', KEYS[5]) == 0 then
+  if redis.call('SET', KEYS[4], ARGV[2], 'NX', 'PX', ARGV[3]) then return {1, failing, 1, failed_before} end
+end
+if failed_before == 0 then
+  redis.call('ZADD', KEYS[5], now + tonumber(ARGV[4]), ARGV[2])
+  redis.call('PEXPIRE', KEYS[5], ARGV[4])
+end
+return {1, failing, 0, failed_before}
+`;
+
+// ARGV: 1 token, 2 hold ms, 3 failed before (1/0). An attempt from an address that has failed
+// lets every waiting one from an address that has not go first.
+const TAKE_TURN = `
+if ARGV[3] == '1' then
+  local t = redis.call('TIME')
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if redis.call('ZCARD', KEYS[5]) > 0 then return 0 end
+end
+if not redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
+redis.call('ZREM', KEYS[5], ARGV[1])
+return 1
+`;
+
+// ARGV: 1 outcome (failed | succeeded | abandoned), 2 address, 3 token, 4 kept failing addresses
+const FINISH = `
+if ARGV[1] == 'failed' then
+  redis.call('INCR', KEYS[1])
+  redis.call('EXPIRE', KEYS[1], ${LOGIN_WINDOW_SECONDS}, 'NX')
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[2])
+  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[4]) - 1)
+  redis.call('EXPIRE', KEYS[3], ${LOGIN_WINDOW_SECONDS})
+elseif ARGV[1] == 'succeeded' then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[3], ARGV[2])
+end
+for _, k in ipairs({KEYS[2], KEYS[4]}) do
+  if redis.call('GET', k) == ARGV[3] then redis.call('DEL', k) end
+end
+redis.call('ZREM', KEYS[5], ARGV[3])
+return 1
+`;
+
+// Only the newest failing addresses per e-mail are kept: the delay's cap is reached long before.
+const KEPT_FAILING_ADDRESSES = 100;
+const TURN_POLL_MS = 50;
+
+type Keys = [string, string, string, string, string];
+type Outcome = 'failed' | 'succeeded' | 'abandoned';
+
+interface LoginThrottleRedis extends Redis {
+  taskapiLoginBegin(...args: [...Keys, limit: number, token: string, holdMs: number, priorityMs: number]): Promise<number[]>;
+  taskapiLoginTakeTurn(...args: [...Keys, token: string, holdMs: number, failedBefore: number]): Promise<number>;
+  taskapiLoginFinish(...args: [...Keys, outcome: Outcome, address: string, token: string, kept: number]): Promise<number>;
+}
+
+/** One admitted login attempt: report how it ended, exactly once. */
+export interface LoginAttempt {
+  /** Wrong password or unknown e-mail: counts for (e-mail, address) and slows the e-mail down. */
+  failed(): Promise<void>;
+  /** Clears the failures of (e-mail, address). */
+  succeeded(): Promise<void>;
+  /** Ended by an error before a verdict: the attempt counts for nothing. */
+  abandoned(): Promise<void>;
+}
+
+const limited = (retryAfter: number) => new ApiError('TOO_MANY_LOGIN_ATTEMPTS', { fields: { retry_after: Math.max(1, retryAfter) } });
+
+/**
+ * Login throttling that an attacker cannot turn against the account's owner:
+ * - per client address, every attempt counts (`maxAttemptsPerIp`) → 429;
+ * - per (e-mail, address), failures count (`maxFailuresPerEmailAndIp`; a success clears them) and
+ *   one attempt runs at a time → 429;
+ * - per e-mail across addresses, nothing is refused: password checks take turns, each after
+ *   `slowdownMs(addresses failing for the e-mail)`. Addresses that have not failed for the e-mail
+ *   go first, and no attempt waits longer than `maxTurnWaitMs` (then it is checked anyway), so the
+ *   owner gets in within seconds while a distributed attack runs, and the attack gets one guess
+ *   per turn plus, per address, one guess every `maxTurnWaitMs`.
+ * Keys of one e-mail share its hash tag (one Redis Cluster slot per script); the per-address
+ * counter has its own and is a separate call. Redis unavailable → 503.
+ */
+export class LoginThrottle {
+  private readonly redis: LoginThrottleRedis;
+
+  constructor(
+    redis: Redis,
+    private readonly limits: LoginLimits,
+  ) {
+    if (!('taskapiLoginBegin' in redis)) {
+      redis.defineCommand('taskapiLoginBegin', { numberOfKeys: 5, lua: BEGIN });
+      redis.defineCommand('taskapiLoginTakeTurn', { numberOfKeys: 5, lua: TAKE_TURN });
+      redis.defineCommand('taskapiLoginFinish', { numberOfKeys: 5, lua: FINISH });
+    }
+    this.redis = redis as LoginThrottleRedis;
+  }
+
+  /**
+   * Counts the attempt and waits until the password may be checked (its turn and its delay).
+   * `emailTag` identifies the e-mail (a hash, never the address itself); `address` comes from
+   * `throttleAddress`. Throws 429 with `retry_after` when a limit refuses the attempt.
+   */
+  async admit(emailTag: string, address: string): Promise<LoginAttempt> {
+    const start = Date.now();
+    await this.countAddressAttempt(address);
+
+    const prefix = `taskapi:login:{${emailTag}}`;
+    const keys: Keys = [`${prefix}:failures:${address}`, `${prefix}:in-flight:${address}`, `${prefix}:failing`, `${prefix}:turn`, `${prefix}:waiting`];
+    const token = randomBase62(16);
+    // Covers the longest wait, the delay and the check; a process that dies holding a marker
+    // delays the next attempts by at most one wait.
+    const holdMs = maxTurnWaitMs(this.limits, true) + this.limits.slowdownMaxMs + 5_000;
+    let begun: number[];
+    try {
+      const priorityMs = maxTurnWaitMs(this.limits, false) + 1_000;
+      begun = await this.redis.taskapiLoginBegin(...keys, this.limits.maxFailuresPerEmailAndIp, token, holdMs, priorityMs);
+    } catch (err) {
+      throw unavailable('redis', err);
+    }
+    const [admitted = 0, failingOrRetryAfter = 1, turn = 0, failedBefore = 0] = begun;
+    if (admitted === 0) throw limited(failingOrRetryAfter);
+
+    const finish = (outcome: Outcome) => this.redis.taskapiLoginFinish(...keys, outcome, address, token, KEPT_FAILING_ADDRESSES);
+    try {
+      const delayMs = slowdownMs(failingOrRetryAfter, this.limits.slowdownMaxMs);
+      const deadline = start + maxTurnWaitMs(this.limits, failedBefore === 1);
+      let hasTurn = turn === 1;
+      while (!hasTurn && Date.now() < deadline) {
+        await sleep(Math.min(TURN_POLL_MS * (1 + Math.random()), deadline - Date.now()));
+        hasTurn = (await this.redis.taskapiLoginTakeTurn(...keys, token, holdMs, failedBefore)) === 1;
+      }
+      // The delay runs while holding the turn, so checks of one e-mail are `delayMs` apart; an
+      // attempt that waited out its longest wait has been slowed enough and goes now.
+      const checkAt = hasTurn ? Math.min(deadline, Date.now() + delayMs) : Date.now();
+      if (checkAt > Date.now()) await sleep(checkAt - Date.now());
+    } catch (err) {
+      // Redis is failing already (the 503 says so); the markers expire on their own.
+      await finish('abandoned').catch(() => undefined);
+      throw unavailable('redis', err);
+    }
+
+    return {
+      async failed() {
+        try {
+          await finish('failed');
+        } catch (err) {
+          throw unavailable('redis', err);
+        }
+      },
+      async succeeded() {
+        // The password was right: markers left behind (Redis failing now) only expire later.
+        await finish('succeeded').catch(() => undefined);
+      },
+      async abandoned() {
+        await finish('abandoned').catch(() => undefined);
+      },
+    };
+  }
+
+  private async countAddressAttempt(address: string): Promise<void> {
+    const key = `taskapi:login:ip:{${address}}`;
+    let results: [Error | null, unknown][] | null;
+    try {
+      results = await this.redis.multi().incr(key).expire(key, LOGIN_WINDOW_SECONDS, 'NX').ttl(key).exec();
+    } catch (err) {
+      throw unavailable('redis', err);
+    }
+    if (!results) throw unavailable('redis');
+    if (Number(results[0]?.[1]) > this.limits.maxAttemptsPerIp) throw limited(Number(results[2]?.[1]));
+  }
+}
