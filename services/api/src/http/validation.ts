@@ -108,20 +108,35 @@ const MAX_REPORTED = 20;
  */
 export function unstorableStrings(value: unknown, skip: readonly string[] = []): FieldError[] {
   const problems: FieldError[] = [];
-  const stack: Array<[unknown, PropertyKey[]]> = [[value, []]];
+  // Paths as parent links, spelled out only for a problem: copying them per level would make a
+  // deeply nested body cost quadratic time.
+  const stack: Array<[unknown, Step | null]> = [[value, null]];
+  const report = (at: Step | null) => problems.push({ field: fieldName(pathOf(at)), message: UNSTORABLE_PROBLEM });
   while (stack.length && problems.length < MAX_REPORTED) {
-    const [node, path] = stack.pop()!;
+    const [node, at] = stack.pop()!;
     if (typeof node === 'string') {
-      if (UNSTORABLE.test(node)) problems.push({ field: fieldName(path), message: UNSTORABLE_PROBLEM });
+      if (UNSTORABLE.test(node)) report(at);
     } else if (Array.isArray(node)) {
-      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], [...path, i]]);
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { parent: at, key: i }]);
     } else if (typeof node === 'object' && node !== null) {
       for (const [key, child] of Object.entries(node)) {
-        if (path.length === 0 && skip.includes(key)) continue;
-        if (UNSTORABLE.test(key)) problems.push({ field: fieldName([...path, key]), message: UNSTORABLE_PROBLEM });
-        else stack.push([child, [...path, key]]);
+        if (at === null && skip.includes(key)) continue;
+        const step = { parent: at, key };
+        if (UNSTORABLE.test(key)) report(step);
+        else stack.push([child, step]);
       }
     }
   }
   return problems;
+}
+
+interface Step {
+  parent: Step | null;
+  key: PropertyKey;
+}
+
+function pathOf(step: Step | null): PropertyKey[] {
+  const path: PropertyKey[] = [];
+  for (let s = step; s; s = s.parent) path.push(s.key);
+  return path.reverse();
 }
