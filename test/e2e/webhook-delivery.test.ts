@@ -115,6 +115,16 @@ describe('webhook delivery', () => {
     expect(() => new Webhook(oldSecret).verify(second!.body.toString(), second!.headers as Record<string, string>)).toThrow();
   });
 
+  it('an answer full of NUL bytes is recorded like any other (the excerpt keeps what text can hold)', async () => {
+    scripts.set('/nul', (nth) => (nth === 1 ? { status: 500, body: Buffer.from('bad\u0000\u0000news \u00ff') } : 200));
+    const publicId = await imageTask('/nul');
+    const delivery = await waitForState(publicId, 'succeeded');
+    expect(delivery.attempts.map((a: any) => [a.status_code, a.response_excerpt])).toEqual([
+      [500, 'bad\uFFFD\uFFFDnews \u00ff'],
+      [200, null],
+    ]);
+  });
+
   it('redirects are not followed: a 302 is a failed attempt', async () => {
     scripts.set('/moved', (nth) => (nth === 1 ? { status: 302, headers: { location: receiver.url('/elsewhere') } } : 200));
     const publicId = await imageTask('/moved');

@@ -6,8 +6,27 @@ import { z } from 'zod';
 export const taskJobSchema = z.object({ public_id: z.string().startsWith('task_') });
 export type TaskJob = z.infer<typeof taskJobSchema>;
 
-/** Webhook jobs carry the delivery id and which attempt (1-based) they are. */
-export const webhookJobSchema = z.object({ delivery_id: z.string().startsWith('whd_'), attempt: z.number().int().min(1) });
+/**
+ * How a sent attempt ended (the receiver's answer, or the timeout or connection failure), while its
+ * recording in PostgreSQL is still owed. The dispatcher writes it into the attempt's job only when
+ * PostgreSQL could not be reached, so the result outlives a dispatcher restart until it is recorded.
+ */
+export const webhookAttemptResultSchema = z.object({
+  /** When the attempt ended, in Unix milliseconds: the next retry is timed from it. */
+  finished_at: z.number().int().min(0),
+  duration_ms: z.number().int().min(0),
+  status_code: z.number().int().nullable(),
+  error: z.string().nullable(),
+  response_excerpt: z.string().nullable(),
+});
+export type WebhookAttemptResult = z.infer<typeof webhookAttemptResultSchema>;
+
+/** Webhook jobs carry the delivery id, which attempt (1-based) they are, and a result still to record. */
+export const webhookJobSchema = z.object({
+  delivery_id: z.string().startsWith('whd_'),
+  attempt: z.number().int().min(1),
+  result: webhookAttemptResultSchema.optional(),
+});
 export type WebhookJob = z.infer<typeof webhookJobSchema>;
 
 export interface QueueDefinition<S extends z.ZodType = z.ZodType> {

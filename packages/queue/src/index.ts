@@ -3,10 +3,11 @@ export {
   WEBHOOK_QUEUE,
   taskJobSchema,
   webhookJobSchema,
+  webhookAttemptResultSchema,
   taskJobId,
   deliveryJobId,
 } from './catalog';
-export type { TaskJob, WebhookJob, QueueDefinition } from './catalog';
+export type { TaskJob, WebhookJob, WebhookAttemptResult, QueueDefinition } from './catalog';
 export { createTaskQueues, closeQueues } from './task-queues';
 export type { TaskQueues } from './task-queues';
 export { createWebhookQueue } from './webhook-queue';

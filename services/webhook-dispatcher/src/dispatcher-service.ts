@@ -14,7 +14,10 @@ import { deliverWebhookProcessor, type DeliveryOutcome } from './processors/deli
 export interface DispatcherService {
   /** Port of /healthz, /readyz and /metrics, when OPS_PORT is set. */
   opsPort: number | undefined;
-  /** Stops taking jobs and waits for attempts in flight (each bounded by WEBHOOK_TIMEOUT_MS). */
+  /**
+   * Stops taking jobs and waits for attempts in flight (each bounded by WEBHOOK_TIMEOUT_MS); one
+   * whose result cannot be recorded because PostgreSQL is unreachable leaves it in its job.
+   */
   stop(): Promise<void>;
 }
 
@@ -28,6 +31,7 @@ export async function startDispatcherService(
   const webhooks = createWebhookQueue(redis);
   const metrics = createDispatcherMetrics({ defaultMetrics: opts.defaultMetrics });
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
+  const stopping = new AbortController();
   const worker = new Worker<WebhookJob, DeliveryOutcome>(
     WEBHOOK_QUEUE.name,
     deliverWebhookProcessor({
@@ -39,6 +43,7 @@ export async function startDispatcherService(
       timeoutMs: config.webhookTimeoutMs,
       retryDelaysMs: config.webhookRetryDelaysMs,
       metrics,
+      stopping: stopping.signal,
     }),
     {
       connection: redis,
@@ -64,6 +69,9 @@ export async function startDispatcherService(
   return {
     opsPort: ops?.port,
     async stop() {
+      // Attempts waiting for PostgreSQL to record their result stop waiting: the result is kept in
+      // their job, which runs again after the restart.
+      stopping.abort();
       await ops?.close();
       await sweeper.stop();
       await worker.close();

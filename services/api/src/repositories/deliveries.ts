@@ -1,6 +1,7 @@
 // Webhook deliveries (`webhook_deliveries`, `webhook_attempts`): raw SQL on the pg pool. The
 // dispatcher writes them (its own queries); the API lists them with their attempts in one
-// statement and reopens finished ones for a manual resend.
+// statement and reopens finished ones for a manual resend. An attempt the dispatcher has claimed but
+// not recorded yet (in_flight) is not listed: it has no result to show; `attempt_count` counts it.
 import type pg from 'pg';
 import { z } from 'zod';
 import { queryFirst, queryRows, statement } from './sql';
@@ -12,7 +13,7 @@ SELECT d.id, t.public_id, d.url, d.task_status, d.state::text AS state, d.attemp
                    'attempt_number', a.attempt_number, 'started_at', a.started_at, 'duration_ms', a.duration_ms,
                    'status_code', a.status_code, 'error', a.error, 'response_excerpt', a.response_excerpt)
                    ORDER BY a.attempt_number)
-                   FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::json) AS attempts
+                   FROM webhook_attempts a WHERE a.delivery_id = d.id AND NOT a.in_flight), '[]'::json) AS attempts
   FROM webhook_deliveries d
   JOIN tasks t ON t.id = d.task_id`;
 

@@ -4,7 +4,10 @@ import type { Queryable } from '@taskapi/domain';
 export interface DeliveryToSend {
   id: string;
   state: 'pending' | 'succeeded' | 'failed';
+  /** Attempt numbers claimed so far (the last one may still be in flight). */
   attempt_count: number;
+  /** Whether attempt `attempt_count` was claimed and its result is not recorded yet. */
+  last_attempt_in_flight: boolean;
   url: string;
   task_status: number;
   public_id: string;
@@ -20,7 +23,10 @@ export interface DeliveryToSend {
 export async function loadDelivery(db: Queryable, deliveryId: string): Promise<DeliveryToSend | null> {
   const { rows } = await db.query<DeliveryToSend>({
     name: 'dispatcher-load-delivery',
-    text: `SELECT d.id, d.state::text AS state, d.attempt_count, d.url, d.task_status,
+    text: `SELECT d.id, d.state::text AS state, d.attempt_count,
+                  COALESCE((SELECT w.in_flight FROM webhook_attempts w
+                             WHERE w.delivery_id = d.id AND w.attempt_number = d.attempt_count), false) AS last_attempt_in_flight,
+                  d.url, d.task_status,
                   t.public_id, t.kind::text AS kind, t.error_code, t.payload::text AS payload, t.result::text AS result,
                   a.id AS account_id, a.webhook_secret_ciphertext
              FROM webhook_deliveries d

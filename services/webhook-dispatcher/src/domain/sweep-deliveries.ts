@@ -6,6 +6,8 @@ const BATCH = 1000;
 interface PendingDeliveryRow {
   id: string;
   attempt_count: number;
+  /** Whether attempt `attempt_count` was claimed and its result is not recorded yet. */
+  last_attempt_in_flight: boolean;
   next_attempt_at: Date;
 }
 
@@ -13,7 +15,9 @@ interface PendingDeliveryRow {
  * Every pending delivery whose next attempt is overdue by more than `graceMs` must have its job:
  * Redis lost it (restart without persistence, FLUSHALL), or a process died between commit and
  * enqueue. The job is added again under its deterministic id; a job BullMQ already finished
- * without recording the attempt is replaced.
+ * without recording the attempt is run again, with its data (a result it still has to record).
+ * The job due is the next attempt's, or, when the last attempt is still in flight, that attempt's:
+ * only its own job records it, so that its number is never sent twice.
  * @returns how many deliveries were re-enqueued.
  */
 export async function sweepDeliveries(db: Queryable, webhooks: WebhookQueue, graceMs: number, batchSize = BATCH): Promise<number> {
@@ -23,20 +27,22 @@ export async function sweepDeliveries(db: Queryable, webhooks: WebhookQueue, gra
   for (;;) {
     const page = await db.query<PendingDeliveryRow>({
       name: 'dispatcher-sweep-deliveries',
-      text: `SELECT id, attempt_count, next_attempt_at FROM webhook_deliveries
-              WHERE state = 'pending' AND next_attempt_at < now() - make_interval(secs => $1::float8 / 1000)
-                AND ($2::timestamptz IS NULL OR (next_attempt_at, id) > ($2::timestamptz, $3::text))
-              ORDER BY next_attempt_at, id LIMIT $4`,
+      text: `SELECT d.id, d.attempt_count, d.next_attempt_at, COALESCE(w.in_flight, false) AS last_attempt_in_flight
+               FROM webhook_deliveries d
+               LEFT JOIN webhook_attempts w ON w.delivery_id = d.id AND w.attempt_number = d.attempt_count
+              WHERE d.state = 'pending' AND d.next_attempt_at < now() - make_interval(secs => $1::float8 / 1000)
+                AND ($2::timestamptz IS NULL OR (d.next_attempt_at, d.id) > ($2::timestamptz, $3::text))
+              ORDER BY d.next_attempt_at, d.id LIMIT $4`,
       values: [graceMs, after?.due ?? null, after?.id ?? null, batchSize],
     });
     const rows: PendingDeliveryRow[] = page.rows;
     for (const row of rows) {
-      const attempt = row.attempt_count + 1;
-      const jobId = deliveryJobId(row.id, attempt);
-      const state = await webhooks.queue.getJobState(jobId);
-      if (state === 'failed' || state === 'completed') await webhooks.queue.remove(jobId);
-      else if (state !== 'unknown') continue;
-      await webhooks.enqueueAttempt(row.id, attempt, 0);
+      const attempt = row.last_attempt_in_flight ? row.attempt_count : row.attempt_count + 1;
+      const job = await webhooks.queue.getJob(deliveryJobId(row.id, attempt));
+      const state = job ? await job.getState() : 'unknown';
+      if (job && (state === 'failed' || state === 'completed')) await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
+      else if (state === 'unknown') await webhooks.enqueueAttempt(row.id, attempt, 0);
+      else continue;
       requeued++;
     }
     const last: PendingDeliveryRow | undefined = rows[rows.length - 1];

@@ -1,14 +1,16 @@
-import { performance } from 'node:perf_hooks';
-import { UnrecoverableError, type Processor } from 'bullmq';
+import { UnrecoverableError, type Job, type Processor } from 'bullmq';
 import { decryptSecret, webhookSecretContext } from '@taskapi/crypto';
 import type { Queryable } from '@taskapi/domain';
-import { EgressError, type EgressClient } from '@taskapi/egress';
+import type { EgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
-import { WEBHOOK_QUEUE, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
-import { loadDelivery } from '../domain/load-delivery';
+import { WEBHOOK_QUEUE, type WebhookAttemptResult, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
+import { claimAttempt } from '../domain/claim-attempt';
+import { loadDelivery, type DeliveryToSend } from '../domain/load-delivery';
 import { recordAttempt } from '../domain/record-attempt';
 import { retryDelayAfter } from '../domain/retry-schedule';
+import { sendAttempt, unknownResult, type WebhookRequest } from '../domain/send-attempt';
 import { webhookBody, webhookHeaders } from '../domain/webhook-request';
+import { retryWhileDatabaseUnavailable } from '../infra/database-unavailable';
 import type { DispatcherMetrics } from '../infra/metrics';
 
 export interface DeliverWebhookDeps {
@@ -20,80 +22,134 @@ export interface DeliverWebhookDeps {
   timeoutMs: number;
   retryDelaysMs: readonly number[];
   metrics: DispatcherMetrics;
+  /** Aborted when the dispatcher stops: an attempt waiting for PostgreSQL to record its result stops waiting. */
+  stopping: AbortSignal;
 }
 
 export type DeliveryOutcome = { outcome: 'skipped' } | { outcome: 'succeeded' | 'retry' | 'failed'; status_code: number | null };
 
-/** How much of a receiver's answer is read, and how much of it is kept for the console. */
-const MAX_RESPONSE_READ = 64 * 1024;
-const EXCERPT_CHARS = 500;
+const SKIPPED: DeliveryOutcome = { outcome: 'skipped' };
 
 /**
- * Sends one attempt of a delivery: body and signature built now (current secret), POSTed through
- * the egress client, the attempt recorded, and the next attempt scheduled as a delayed job when
- * the schedule has one left. Success = 2xx; anything else (timeout, connection or TLS failure,
- * non-2xx, redirects included) is a failed attempt.
+ * Sends one attempt of a delivery: body and signature built now (current secret), the attempt
+ * number claimed, the POST sent through the egress client, the result recorded, and the next
+ * attempt scheduled as a delayed job when the schedule has one left.
+ *
+ * Why the number is claimed in PostgreSQL before the POST leaves (an "in flight" attempt row,
+ * completed afterwards), rather than only kept in the job until it can be recorded: PostgreSQL is
+ * the one durable record of deliveries — Redis may lose its jobs, and the sweeper then rebuilds
+ * them from the database — so only a row written before sending guarantees that a number, once
+ * sent, is never sent again. A run that dies after sending leaves the claimed row; the next run of
+ * the job records that attempt as one whose result is unknown and goes on with the next number,
+ * where it would otherwise send the same number a second time. The claim costs one statement per
+ * attempt: the price of a write-ahead record of what went out.
+ *
+ * If PostgreSQL is unreachable when the result comes back, the result is not lost: it is written
+ * into the job (so that a restarted dispatcher records it instead of guessing) and the recording
+ * is retried with backoff until the database answers. Recording is conditional on the row still
+ * being in flight, so an attempt is recorded exactly once however many times that is tried.
  */
 export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<WebhookJob, DeliveryOutcome> {
   return async (job) => {
     const parsed = WEBHOOK_QUEUE.schema.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError('malformed job data');
-    const { delivery_id: deliveryId, attempt } = parsed.data;
+    const { delivery_id: deliveryId, attempt, result: owed } = parsed.data;
+    const log = deps.logger.child({ delivery_id: deliveryId, attempt, job_id: job.id });
+    // An earlier run sent this attempt and kept its result in the job: only the recording is left.
+    if (owed) return finishAttempt(deps, job, log, owed);
+
     const delivery = await loadDelivery(deps.db, deliveryId);
-    if (!delivery || delivery.state !== 'pending' || delivery.attempt_count !== attempt - 1) return { outcome: 'skipped' };
-    const log = deps.logger.child({ delivery_id: deliveryId, public_id: delivery.public_id, attempt, job_id: job.id });
+    if (!delivery || delivery.state !== 'pending') return SKIPPED;
+    if (delivery.attempt_count === attempt && delivery.last_attempt_in_flight) {
+      // Claimed by a run that did not live to record it: the POST may have reached the receiver, so
+      // the number stays taken (recorded with an unknown result) and the schedule goes on.
+      log.warn('webhook attempt claimed by a run that stopped; recorded with an unknown result');
+      return finishAttempt(deps, job, log, unknownResult());
+    }
+    // Not this job's turn: the attempt was made already, or the previous one is still in flight.
+    if (delivery.attempt_count !== attempt - 1 || delivery.last_attempt_in_flight) return SKIPPED;
 
-    const secret = decryptSecret(deps.secretsKey, delivery.webhook_secret_ciphertext, webhookSecretContext(delivery.account_id));
-    const body = webhookBody(delivery);
     const startedAt = new Date();
-    const headers = webhookHeaders({ deliveryId, attempt, secret, body, now: startedAt });
-    const t0 = performance.now();
-    let statusCode: number | null = null;
-    let error: string | null = null;
-    let excerpt: string | null = null;
-    try {
-      const res = await deps.egress.request({
-        method: 'POST',
-        url: delivery.url,
-        headers,
-        body,
-        timeoutMs: deps.timeoutMs,
-        maxResponseBytes: MAX_RESPONSE_READ,
-      });
-      statusCode = res.status;
-      excerpt = res.body.length > 0 ? res.body.toString('utf8').slice(0, EXCERPT_CHARS) : null;
-      if (statusCode < 200 || statusCode > 299) error = `HTTP ${statusCode}`;
-    } catch (err) {
-      if (!(err instanceof EgressError)) throw err;
-      error = err.message;
-    }
-    const durationMs = Math.round(performance.now() - t0);
-    const ok = error === null;
-    const retryInMs = ok ? null : retryDelayAfter(attempt, deps.retryDelaysMs);
-    const state = ok ? 'succeeded' : retryInMs === null ? 'failed' : 'pending';
-
-    const recorded = await recordAttempt(deps.db, {
-      deliveryId,
-      attempt,
-      startedAt,
-      durationMs,
-      statusCode,
-      error,
-      responseExcerpt: excerpt,
-      state,
-      retryInMs,
-    });
-    if (!recorded) return { outcome: 'skipped' };
-    deps.metrics.observeAttempt(ok ? 'succeeded' : state === 'failed' ? 'failed' : 'retry', durationMs / 1000);
-    if (state === 'pending' && retryInMs !== null) {
-      try {
-        await deps.webhooks.enqueueAttempt(deliveryId, attempt + 1, retryInMs);
-      } catch (err) {
-        log.warn('retry not enqueued; the sweeper will schedule it', { error: (err as Error).message });
-      }
-    }
-    if (ok) log.info('webhook delivered', { status_code: statusCode, duration_ms: durationMs });
-    else log.warn(state === 'failed' ? 'webhook delivery given up' : 'webhook attempt failed; retry scheduled', { error, retry_in_ms: retryInMs, duration_ms: durationMs });
-    return { outcome: ok ? 'succeeded' : state === 'failed' ? 'failed' : 'retry', status_code: statusCode };
+    // Built before the claim, so that a request that cannot be built (an undecryptable secret)
+    // never takes a number.
+    const request = buildRequest(deps, delivery, attempt, startedAt);
+    if (!(await claimAttempt(deps.db, deliveryId, attempt, startedAt))) return SKIPPED;
+    const result = await sendAttempt(deps.egress, request, deps.timeoutMs);
+    return finishAttempt(deps, job, log.child({ public_id: delivery.public_id }), result);
   };
+}
+
+function buildRequest(deps: DeliverWebhookDeps, delivery: DeliveryToSend, attempt: number, now: Date): WebhookRequest {
+  const secret = decryptSecret(deps.secretsKey, delivery.webhook_secret_ciphertext, webhookSecretContext(delivery.account_id));
+  const body = webhookBody(delivery);
+  return { url: delivery.url, body, headers: webhookHeaders({ deliveryId: delivery.id, attempt, secret, body, now }) };
+}
+
+/** Records a claimed attempt's result (waiting out a PostgreSQL outage), then schedules the next attempt. */
+async function finishAttempt(deps: DeliverWebhookDeps, job: Job<WebhookJob>, log: Logger, result: WebhookAttemptResult): Promise<DeliveryOutcome> {
+  const { delivery_id: deliveryId, attempt } = job.data;
+  const ok = result.error === null;
+  const delayMs = ok ? null : retryDelayAfter(attempt, deps.retryDelaysMs);
+  const state = ok ? 'succeeded' : delayMs === null ? 'failed' : 'pending';
+  // Each retry is measured from the attempt, not from when its recording finally got through.
+  const retryInMs = () => (delayMs === null ? null : Math.max(0, delayMs - (Date.now() - result.finished_at)));
+
+  let kept: Promise<void> | undefined;
+  const keepInJob = () => {
+    if (kept || job.data.result) return;
+    kept = job.updateData({ ...job.data, result }).catch((err: unknown) => {
+      log.warn('could not keep the webhook attempt result in its job', { error: (err as Error).message });
+    });
+  };
+  let recorded: { done: boolean; retryIn: number | null };
+  try {
+    recorded = await retryWhileDatabaseUnavailable(
+      async () => {
+        const retryIn = retryInMs();
+        const done = await recordAttempt(deps.db, {
+          deliveryId,
+          attempt,
+          durationMs: result.duration_ms,
+          statusCode: result.status_code,
+          error: result.error,
+          responseExcerpt: result.response_excerpt,
+          state,
+          retryInMs: retryIn,
+        });
+        return { done, retryIn };
+      },
+      {
+        signal: deps.stopping,
+        onFailure: (err, failures) => {
+          keepInJob();
+          if (failures === 1 || failures % 10 === 0) {
+            log.warn('webhook attempt result not recorded yet; retrying', { error: (err as Error).message, failures, status_code: result.status_code });
+          }
+        },
+      },
+    );
+  } catch (err) {
+    // The job fails this run and BullMQ runs it again; the result must be in it by then.
+    await kept;
+    throw err;
+  }
+  const { done, retryIn } = recorded;
+  if (!done) return SKIPPED;
+  deps.metrics.observeAttempt(ok ? 'succeeded' : state === 'failed' ? 'failed' : 'retry', result.duration_ms / 1000);
+  if (state === 'pending' && retryIn !== null) {
+    try {
+      await deps.webhooks.enqueueAttempt(deliveryId, attempt + 1, retryIn);
+    } catch (err) {
+      log.warn('retry not enqueued; the sweeper will schedule it', { error: (err as Error).message });
+    }
+  }
+  if (ok) log.info('webhook delivered', { status_code: result.status_code, duration_ms: result.duration_ms });
+  else {
+    log.warn(state === 'failed' ? 'webhook delivery given up' : 'webhook attempt failed; retry scheduled', {
+      error: result.error,
+      retry_in_ms: retryIn,
+      duration_ms: result.duration_ms,
+    });
+  }
+  return { outcome: ok ? 'succeeded' : state === 'failed' ? 'failed' : 'retry', status_code: result.status_code };
 }

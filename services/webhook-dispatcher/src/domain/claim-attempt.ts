@@ -1,0 +1,32 @@
+import type { Queryable } from '@taskapi/domain';
+
+// One statement: the delivery's count moves to this number and the attempt's row is written "in
+// flight", only if this is the next number of a pending delivery whose previous attempt is
+// recorded. Of two dispatchers racing for a number, one gets it; the other sends nothing.
+// During a rolling deploy, dispatchers that predate the claim skip a job whose number is already
+// counted, and the rows they write themselves default to recorded (in_flight = false).
+const CLAIM_SQL = `
+WITH d AS (
+  UPDATE webhook_deliveries
+     SET attempt_count = $2
+   WHERE id = $1 AND attempt_count = $2 - 1 AND state = 'pending'
+     AND NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE delivery_id = $1 AND attempt_number = $2 - 1 AND in_flight)
+  RETURNING id
+)
+INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, in_flight)
+SELECT id, $2, $3, 0, true FROM d
+RETURNING id`;
+
+/**
+ * Claims attempt number `attempt` of a delivery before its webhook is sent: once this commits, the
+ * number belongs to one POST and is never sent again, whatever happens to the dispatcher.
+ * @returns false when the number is not this caller's to send (taken, or the delivery is done).
+ */
+export async function claimAttempt(db: Queryable, deliveryId: string, attempt: number, startedAt: Date): Promise<boolean> {
+  const { rowCount } = await db.query({
+    name: 'dispatcher-claim-attempt',
+    text: CLAIM_SQL,
+    values: [deliveryId, attempt, startedAt],
+  });
+  return (rowCount ?? 0) > 0;
+}
