@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '@taskapi/logger';
+import { isDatabaseUnavailable, isValueRefused } from '@taskapi/db';
 import { ApiError, unavailable } from '../errors';
 import { locals } from './request-context';
 
@@ -7,31 +8,6 @@ interface BodyParserError extends Error {
   type?: string;
   status?: number;
   limit?: number;
-}
-
-// Connection-level failures of PostgreSQL: the database is unreachable or restarting.
-const PG_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
-
-function isDatabaseUnavailable(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  // Socket errors surface from pg as plain objects with a code, not always as Error instances.
-  const { code, message } = err as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (PG_UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
-  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message);
-}
-
-/**
- * PostgreSQL refusing a value rather than failing: class 22 (data exception: bytes it cannot
- * store, a number out of range for its column, a bad date) and 54000 (a value too large to index).
- * Validation should catch these first; whatever slips through is the client's input, never a 500.
- */
-function isUnstorableValue(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return false;
-  // pg's DatabaseError carries `severity`; Prisma reports the same refusals as P2000 (too long for
-  // the column), P2006/P2007 (invalid value), P2020 (out of range), P2033 (number too large).
-  if (/^(P2000|P2006|P2007|P2020|P2033)$/.test(code)) return true;
-  return /^(22[0-9A-Z]{3}|54000)$/.test(code) && (err as { severity?: unknown }).severity !== undefined;
 }
 
 function fromBodyParser(err: BodyParserError): ApiError | null {
@@ -60,7 +36,8 @@ function classify(err: unknown): ApiError | null {
     if (fromParser) return fromParser;
   }
   if (isDatabaseUnavailable(err)) return unavailable('database', err);
-  if (isUnstorableValue(err)) return new ApiError('UNSTORABLE_VALUE', { cause: err });
+  // Validation should catch these first; whatever slips through is the client's input, never a 500.
+  if (isValueRefused(err)) return new ApiError('UNSTORABLE_VALUE', { cause: err });
   const status = err instanceof Error ? (err as BodyParserError).status : undefined;
   // Errors Express raises itself for a bad request (an undecodable path parameter, a bad Range).
   if (typeof status === 'number' && status >= 400 && status < 500) return new ApiError('MALFORMED_REQUEST', { status });

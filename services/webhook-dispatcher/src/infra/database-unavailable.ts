@@ -1,21 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-
-// Errors that say PostgreSQL could not be reached or could not serve the statement right now, as
-// opposed to errors of the statement itself (which no amount of waiting fixes): socket failures,
-// SQLSTATE classes 08 (connection), 53 (insufficient resources) and 57P0x (shutdown, restart),
-// serialization failures and deadlocks, and the messages pg raises without a code.
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '40001', '40P01']);
-const UNAVAILABLE_MESSAGES =
-  /Connection terminated|Connection ended|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error/;
-
-/** Whether `err` means "PostgreSQL is unreachable or restarting" (worth waiting for), not "this statement is wrong". */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  // Socket errors surface from pg as plain objects with a code, not always as Error instances.
-  const { code, message } = err as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || /^(08|53|57P0)/.test(code))) return true;
-  return typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message);
-}
+import { isDatabaseUnavailable } from '@taskapi/db';
 
 /** The work could not finish before the dispatcher stopped; what it owes is kept for the job's next run. */
 export class StoppedWhileDatabaseUnavailableError extends Error {
