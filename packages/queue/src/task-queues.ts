@@ -13,7 +13,7 @@ export interface TaskQueues {
 export function createTaskQueues(connection: Redis): TaskQueues {
   const queues = perTaskKind((_definition, kind) => {
     const def = TASK_QUEUES[kind];
-    return new Queue<TaskJob>(def.name, { connection, defaultJobOptions: def.defaultJobOptions });
+    return withConnectionErrorsLoggedElsewhere(new Queue<TaskJob>(def.name, { connection, defaultJobOptions: def.defaultJobOptions }));
   });
   return {
     queues,
@@ -24,6 +24,16 @@ export function createTaskQueues(connection: Redis): TaskQueues {
       );
     },
   };
+}
+
+/**
+ * A producer queue re-emits its connection's errors as `error` events, and BullMQ prints them to
+ * stderr (bypassing our JSON logs) when nobody listens. The connection is the caller's, and its
+ * own `error` listener logs each failure once; failed commands still reject their promises.
+ */
+export function withConnectionErrorsLoggedElsewhere<Q extends Queue>(queue: Q): Q {
+  queue.on('error', () => undefined);
+  return queue;
 }
 
 export async function closeQueues(queues: Iterable<Queue>): Promise<void> {

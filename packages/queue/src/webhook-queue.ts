@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { WEBHOOK_QUEUE, deliveryJobId, type WebhookJob } from './catalog';
+import { withConnectionErrorsLoggedElsewhere } from './task-queues';
 
 export interface WebhookQueue {
   queue: Queue<WebhookJob>;
@@ -13,7 +14,9 @@ export interface WebhookQueue {
 
 /** Producer side of the webhook queue. */
 export function createWebhookQueue(connection: Redis): WebhookQueue {
-  const queue = new Queue<WebhookJob>(WEBHOOK_QUEUE.name, { connection, defaultJobOptions: WEBHOOK_QUEUE.defaultJobOptions });
+  const queue = withConnectionErrorsLoggedElsewhere(
+    new Queue<WebhookJob>(WEBHOOK_QUEUE.name, { connection, defaultJobOptions: WEBHOOK_QUEUE.defaultJobOptions }),
+  );
   return {
     queue,
     async enqueueAttempt(deliveryId, attempt, delayMs = 0) {
