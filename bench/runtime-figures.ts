@@ -12,7 +12,7 @@ const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
 
 export type Service = 'api' | 'worker' | 'webhook-dispatcher';
 
-const READY_LINE: Record<Service, string> = {
+export const READY_LINE: Record<Service, string> = {
   api: 'api listening',
   worker: 'worker started',
   'webhook-dispatcher': 'webhook dispatcher started',

@@ -1,0 +1,213 @@
+// `npm run chaos` (about four minutes) / `npm run chaos -- --short` (about one, run by CI): the
+// whole stack on a private PostgreSQL cluster and a private Redis server, a few thousand tasks
+// with callbacks created by concurrent clients while a seeded schedule kill -9s the worker, the
+// dispatcher and the API (each restarted by a supervisor after a short pause), restarts Redis with
+// its data gone and restarts PostgreSQL; then, once the system has settled, an audit of what was
+// lost, left unfinished, charged wrongly or announced wrongly. Exits 1 when any of that is not
+// zero or a 500 was answered, 2 when the run itself could not be carried out.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '@taskapi/config';
+import { createDatabase } from '@taskapi/db';
+import { freePort, testCa, testEnv } from '@taskapi/testing';
+import { createPayers } from './accounts';
+import { audit } from './audit';
+import { Cleanup } from './cleanup';
+import { startInferenceStub } from './inference-stub';
+import { Load, planCreations, type LoadFigures } from './load';
+import { parseOptions, USAGE, type ChaosOptions } from './options';
+import { startPrivatePostgres } from './private-postgres';
+import { startPrivateRedis } from './private-redis';
+import { seededRandom } from './random';
+import { printReport } from './report';
+import { settle } from './settle';
+import { supervise, type SupervisedService } from './supervisor';
+import { describeEvent, planTimeline, runTimeline, type ChaosEvent } from './timeline';
+import { startWebhookSink } from './webhook-sink';
+
+const ROOT = path.resolve(__dirname, '..');
+const started = Date.now();
+const elapsed = () => `[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s]`;
+const say = (line: string) => console.log(`${elapsed()} ${line}`);
+
+function build(): void {
+  const result = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  if (result.status !== 0) throw new Error('npm run build failed');
+}
+
+/** `npm run migrate`, as operators run it before the services start. */
+function migrate(databaseUrl: string): void {
+  const result = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'migrate.js')], { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`migration failed: ${result.stdout}${result.stderr}`);
+}
+
+/**
+ * The services' environment: short timings so the system converges within the run (stalled jobs
+ * noticed within ~6 s, sweepers every 2 s, webhook retries within seconds), limits out of the way.
+ */
+function servicesEnv(o: { databaseUrl: string; redisUrl: string; port: number; filesDir: string; inferenceUrl: string }): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    ...testEnv({
+      NODE_ENV: 'production',
+      DATABASE_URL: o.databaseUrl,
+      REDIS_URL: o.redisUrl,
+      LOG_LEVEL: 'info',
+      PORT: String(o.port),
+      HOST: '127.0.0.1',
+      PUBLIC_BASE_URL: `http://127.0.0.1:${o.port}`,
+      FILES_DIR: o.filesDir,
+      SHUTDOWN_DRAIN_MS: '0',
+      RATE_LIMIT_PAID_PER_MINUTE: '1000000',
+      RATE_LIMIT_PAID_PER_DAY: '100000000',
+      RATE_LIMIT_TRIAL_PER_MINUTE: '1000000',
+      RATE_LIMIT_TRIAL_PER_DAY: '100000000',
+      WORKER_KINDS: 'image-generation,video-generation',
+      WORKER_CONCURRENCY: '4',
+      WORKER_LOCK_DURATION_MS: '3000',
+      SWEEPER_INTERVAL_MS: '2000',
+      ENGINE_VIDEO: 'http',
+      HTTP_ENGINE_URL: o.inferenceUrl,
+      WEBHOOK_TIMEOUT_MS: '5000',
+      WEBHOOK_RETRY_DELAYS_MS: '250,500,1000,2000,4000',
+    }),
+    NODE_EXTRA_CA_CERTS: testCa().caFile,
+  };
+}
+
+function printAnswers(figures: LoadFigures): void {
+  console.log('\nAnswers the clients got (every attempt, retries included):');
+  for (const [op, statuses] of Object.entries(figures.statuses)) {
+    const list = [...statuses].sort(([a], [b]) => String(a).localeCompare(String(b))).map(([s, n]) => `${s} ×${n}`);
+    console.log(`  ${op.padEnd(7)} ${list.join(', ') || 'none'}`);
+  }
+}
+
+function header(o: ChaosOptions): void {
+  console.log(
+    `Task API chaos run (${o.mode}): seed ${o.seed}, ${o.tasks} tasks from ${o.clients} clients over ${o.windowMs / 1000} s, ` +
+      `${os.cpus().length} CPUs, Node ${process.version}\nreplay: npm run chaos --${o.mode === 'short' ? ' --short' : ''} --seed ${o.seed}\n`,
+  );
+}
+
+/** The run's directory goes at the end; unless the run passed, its logs stay for the diagnosis. */
+function removeRunDir(runDir: string, keepLogs: boolean): void {
+  for (const entry of fs.readdirSync(runDir)) if (!keepLogs || entry !== 'logs') fs.rmSync(path.join(runDir, entry), { recursive: true, force: true });
+  if (keepLogs) console.log(`service logs kept in ${path.join(runDir, 'logs')}`);
+  else fs.rmSync(runDir, { recursive: true, force: true });
+}
+
+async function run(o: ChaosOptions, cleanup: Cleanup, aborted: () => boolean): Promise<boolean> {
+  const random = seededRandom(o.seed);
+  header(o);
+  build();
+
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'taskapi-chaos-'));
+  fs.chmodSync(runDir, 0o755); // the PostgreSQL cluster below it runs as `postgres`
+  const logsDir = path.join(runDir, 'logs');
+  fs.mkdirSync(logsDir);
+  let passed = false;
+  cleanup.add('remove the run directory', () => removeRunDir(runDir, !passed));
+  const postgres = await startPrivatePostgres(path.join(runDir, 'postgres'), path.join(logsDir, 'postgres.log'));
+  cleanup.add('remove the private PostgreSQL cluster', () => postgres.remove());
+  const redis = await startPrivateRedis(runDir, path.join(logsDir, 'redis.log'));
+  cleanup.add('stop the private Redis', () => redis.stop());
+  const databaseUrl = postgres.url('taskapi_chaos');
+  migrate(databaseUrl);
+  say(`private PostgreSQL ${databaseUrl} and Redis ${redis.url} ready; logs in ${logsDir}`);
+
+  // The throwaway CA the receiver's certificate comes from (made once per process, in its own directory).
+  cleanup.add('remove the test CA', () => fs.rmSync(path.dirname(testCa().caFile), { recursive: true, force: true }));
+  const stub = await startInferenceStub();
+  cleanup.add('stop the inference stub', () => stub.close());
+  // Its own random stream: the receiver's refusals depend on arrival order, the plan must not.
+  const sink = await startWebhookSink(seededRandom(o.seed ^ 0x5eed));
+  cleanup.add('stop the webhook receiver', () => sink.close());
+  const env = servicesEnv({ databaseUrl, redisUrl: redis.url, port: await freePort(), filesDir: path.join(runDir, 'files'), inferenceUrl: stub.url });
+  const payers = await createPayers(loadConfig(env), databaseUrl);
+
+  const services: SupervisedService[] = (['api', 'worker', 'webhook-dispatcher'] as const).map((name) => supervise(name, env, path.join(logsDir, `${name}.log`)));
+  cleanup.add('stop the services', async () => {
+    await Promise.all(services.map((s) => s.stop()));
+  });
+  await Promise.all(services.map((s) => s.ready()));
+  const [api, worker, dispatcher] = services as [SupervisedService, SupervisedService, SupervisedService];
+  say('api, worker and webhook-dispatcher started (node dist/*.js)');
+
+  const load = new Load(`http://127.0.0.1:${env.PORT}`, planCreations(random, o.tasks, payers, sink.url, String(o.seed)));
+  const plan = planTimeline(o, random);
+  const windowStart = Date.now() + 500;
+  say(`chaos window: ${plan.length} events over ${o.windowMs / 1000} s (times below are from the window's start)`);
+  const ticker = setInterval(() => say(`  ${load.done}/${o.tasks} creations answered, ${sink.accepted().length} webhooks accepted`), 10_000);
+  let events: ChaosEvent[];
+  try {
+    [events] = await Promise.all([
+      runTimeline(plan, { api, worker, dispatcher, redis, postgres }, windowStart, (e) => say(describeEvent(e)), aborted),
+      load.run(o.clients, windowStart, o.windowMs / o.tasks),
+    ]);
+  } finally {
+    clearInterval(ticker);
+  }
+  say(`window over: ${load.done}/${o.tasks} creations answered; chaos stops, waiting for the system to settle (up to ${o.settleMs / 1000} s)`);
+  await Promise.all(services.map((s) => s.ready()));
+
+  const db = createDatabase({ url: databaseUrl, poolSize: 2 });
+  try {
+    await settle(db.pool, o.settleMs, (line) => say(line));
+    const figures = await audit({
+      db: db.pool,
+      payers,
+      creations: load.creations,
+      load: load.figures,
+      accepted: sink.accepted(),
+      refusedOnPurpose: sink.refused(),
+      services,
+      events,
+      windowStart,
+    });
+    figures.push({ label: 'chaos events that could not be carried out', value: events.filter((e) => e.error).length, fails: true });
+    console.log(`\nChaos timeline (seed ${o.seed}):`);
+    for (const e of events) console.log(`  ${describeEvent(e)}`);
+    printAnswers(load.figures);
+    console.log('\nRecovery paths and errors the services logged:');
+    for (const s of services) for (const [line, n] of s.logs.notable) console.log(`  ${s.name.padEnd(19)} ${String(n).padStart(5)} × ${line.slice(0, 160)}`);
+    const failed = printReport(figures);
+    console.log(`\n${failed.length ? `FAILED: ${failed.map((f) => f.label).join('; ')}` : 'PASSED'} in ${((Date.now() - started) / 1000).toFixed(0)} s (seed ${o.seed})`);
+    passed = failed.length === 0;
+    return passed;
+  } finally {
+    await db.close();
+  }
+}
+
+async function main(): Promise<number> {
+  let options: ChaosOptions;
+  try {
+    options = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    const message = (err as Error).message;
+    console.error(message);
+    return message === USAGE ? 0 : 2;
+  }
+  const cleanup = new Cleanup();
+  let interrupted = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      interrupted = true;
+      console.error(`\n${signal}: stopping the services and removing the private PostgreSQL and Redis`);
+      void cleanup.run().then(() => process.exit(130));
+    });
+  }
+  try {
+    return (await run(options, cleanup, () => interrupted)) ? 0 : 1;
+  } catch (err) {
+    console.error(`chaos run could not be carried out: ${(err as Error).stack ?? String(err)}`);
+    return 2;
+  } finally {
+    await cleanup.run();
+  }
+}
+
+void main().then((code) => process.exit(code));
