@@ -46,4 +46,27 @@ describe('PostgreSQL outage', () => {
     });
     expect((await api.req('POST', '/api/tasks/image-generation', { headers: withKey(cached), body: { prompt: 'p' } })).status).toBe(201);
   });
+
+  it('a stopped server (connections refused) is 503 on the Prisma-backed console endpoints too', async () => {
+    const account = await seedAccount(api, { credits: 10 });
+    relay.cut('refuse');
+    try {
+      const outage = await Promise.all([
+        api.req('POST', '/api/auth/login', { body: { email: account.email, password: account.password } }),
+        api.req('GET', '/api/auth/session', { headers: account.auth }),
+        api.req('GET', '/api/credits/balance', { headers: account.auth }),
+        api.req('GET', '/api/trial-grants', { headers: account.auth }),
+        api.req('GET', '/api/keys', { headers: account.auth }),
+      ]);
+      for (const res of outage) {
+        expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { message: 'Service temporarily unavailable. Please retry shortly.' } });
+      }
+    } finally {
+      relay.restore();
+    }
+    await waitFor(async () => (await api.req('GET', '/api/credits/balance', { headers: account.auth })).status === 200, {
+      timeoutMs: 15_000,
+      what: 'recovery after the database listens again',
+    });
+  });
 });
