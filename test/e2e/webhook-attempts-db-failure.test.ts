@@ -24,6 +24,8 @@ import { deliveriesOf } from './support/tasks';
 
 const REDIS_DB = 5;
 const DELAYS = [300, 600, 900, 1200, 1500];
+/** A claim older than any live run's request timeout plus recording time. */
+const DEAD_CLAIM_TIME = () => new Date(Date.now() - 10 * 60_000);
 const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, `/${databaseName(TEST_DATABASE_URL)}_webhook_attempts`);
 
 interface AttemptRow {
@@ -198,8 +200,9 @@ describe('webhook attempts when PostgreSQL fails mid-attempt', () => {
       const rows = await deliveriesOf(system.api, publicId);
       return rows.length > 0 ? rows : undefined;
     }, { timeoutMs: 20_000, what: 'the delivery row' });
-    // What a dispatcher that crashed after claiming attempt 1 (and maybe sending it) leaves behind.
-    expect(await claimAttempt(system.api.deps.db.pool, pending!.id, 1, new Date())).toBe(true);
+    // What a dispatcher that crashed after claiming attempt 1 (and maybe sending it) left behind, long
+    // enough ago that no live run could still be sending or recording it.
+    expect(await claimAttempt(system.api.deps.db.pool, pending!.id, 1, DEAD_CLAIM_TIME())).toBe(true);
 
     await startRelayedDispatcher();
     const delivery = await waitForState(publicId, 'succeeded');
@@ -218,7 +221,7 @@ describe('webhook attempts when PostgreSQL fails mid-attempt', () => {
       return rows.length > 0 ? rows : undefined;
     }, { timeoutMs: 20_000, what: 'the delivery row' });
     const deliveryId = pending!.id;
-    expect(await claimAttempt(system.api.deps.db.pool, deliveryId, 1, new Date())).toBe(true);
+    expect(await claimAttempt(system.api.deps.db.pool, deliveryId, 1, DEAD_CLAIM_TIME())).toBe(true);
     const lost = await waitFor(() => jobOf(deliveryId, 1), { what: 'the first job' });
     await lost.remove();
 
@@ -231,5 +234,28 @@ describe('webhook attempts when PostgreSQL fails mid-attempt', () => {
       [2, 200, null],
     ]);
     expect(sentNumbers('/swept')).toEqual(['2']);
+  }, 60_000);
+
+  it('a fresh claim may belong to a run still sending: a second run of the job waits instead of declaring it lost', async () => {
+    scripts.set('/live', () => 200);
+    const publicId = await imageTask('/live');
+    const [pending] = await waitFor(async () => {
+      const rows = await deliveriesOf(system.api, publicId);
+      return rows.length > 0 ? rows : undefined;
+    }, { timeoutMs: 20_000, what: 'the delivery row' });
+    const deliveryId = pending!.id;
+    // Another run claimed attempt 1 a moment ago and is (as far as anyone knows) still sending it.
+    expect(await claimAttempt(system.api.deps.db.pool, deliveryId, 1, new Date())).toBe(true);
+
+    await startRelayedDispatcher();
+    const job = await waitFor(async () => {
+      const j = await jobOf(deliveryId, 1);
+      return j && (await j.getState()) === 'delayed' ? j : undefined;
+    }, { timeoutMs: 20_000, what: 'the second run to put the job back' });
+    // Put back until the live run would have finished (the 2 s timeout plus 30 s to record), with
+    // nothing sent and nothing recorded in its place.
+    expect(job.delay).toBeGreaterThan(25_000);
+    expect(receiver.at('/live')).toHaveLength(0);
+    expect(await attemptRows(deliveryId)).toEqual([{ attempt_number: 1, status_code: null, error: null, in_flight: true }]);
   }, 60_000);
 });

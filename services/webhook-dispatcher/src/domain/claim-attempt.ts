@@ -3,8 +3,9 @@ import type { Queryable } from '@taskapi/domain';
 // One statement: the delivery's count moves to this number and the attempt's row is written "in
 // flight", only if this is the next number of a pending delivery whose previous attempt is
 // recorded. Of two dispatchers racing for a number, one gets it; the other sends nothing.
-// During a rolling deploy, dispatchers that predate the claim skip a job whose number is already
-// counted, and the rows they write themselves default to recorded (in_flight = false).
+// Upgrading from dispatchers that predate the claim: they know nothing of in-flight rows (an old
+// sweeper could schedule attempt N+1 while N is in flight), so stop the old dispatchers before
+// the new ones start (README, *Operations*); rows they wrote default to recorded (in_flight = false).
 const CLAIM_SQL = `
 WITH d AS (
   UPDATE webhook_deliveries

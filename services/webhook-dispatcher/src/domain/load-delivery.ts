@@ -8,6 +8,8 @@ export interface DeliveryToSend {
   attempt_count: number;
   /** Whether attempt `attempt_count` was claimed and its result is not recorded yet. */
   last_attempt_in_flight: boolean;
+  /** With `last_attempt_in_flight`: milliseconds since that claim, by the database's clock. */
+  last_attempt_claimed_ms_ago: number | null;
   url: string;
   task_status: number;
   public_id: string;
@@ -26,6 +28,8 @@ export async function loadDelivery(db: Queryable, deliveryId: string): Promise<D
     text: `SELECT d.id, d.state::text AS state, d.attempt_count,
                   COALESCE((SELECT w.in_flight FROM webhook_attempts w
                              WHERE w.delivery_id = d.id AND w.attempt_number = d.attempt_count), false) AS last_attempt_in_flight,
+                  (SELECT (extract(epoch FROM now() - w.started_at) * 1000)::float8 FROM webhook_attempts w
+                    WHERE w.delivery_id = d.id AND w.attempt_number = d.attempt_count AND w.in_flight) AS last_attempt_claimed_ms_ago,
                   d.url, d.task_status,
                   t.public_id, t.kind::text AS kind, t.error_code, t.payload::text AS payload, t.result::text AS result,
                   a.id AS account_id, a.webhook_secret_ciphertext

@@ -1,4 +1,4 @@
-import { UnrecoverableError, type Job, type Processor } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
 import { decryptSecret, webhookSecretContext } from '@taskapi/crypto';
 import type { Queryable } from '@taskapi/domain';
 import type { EgressClient } from '@taskapi/egress';
@@ -30,6 +30,9 @@ export type DeliveryOutcome = { outcome: 'skipped' } | { outcome: 'succeeded' | 
 
 const SKIPPED: DeliveryOutcome = { outcome: 'skipped' };
 
+/** Time allowed, beyond the request timeout, for a live run to record its attempt. */
+const LIVE_CLAIM_GRACE_MS = 30_000;
+
 /**
  * Sends one attempt of a delivery: body and signature built now (current secret), the attempt
  * number claimed, the POST sent through the egress client, the result recorded, and the next
@@ -50,7 +53,10 @@ const SKIPPED: DeliveryOutcome = { outcome: 'skipped' };
  * being in flight, so an attempt is recorded exactly once however many times that is tried.
  */
 export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<WebhookJob, DeliveryOutcome> {
-  return async (job) => {
+  // How long a claimed attempt may stay unrecorded while its run may still be alive: the request's
+  // timeout plus time to record it. Only older claims are taken for those of a run that died.
+  const liveClaimMs = deps.timeoutMs + LIVE_CLAIM_GRACE_MS;
+  return async (job, token) => {
     const parsed = WEBHOOK_QUEUE.schema.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError('malformed job data');
     const { delivery_id: deliveryId, attempt, result: owed } = parsed.data;
@@ -61,6 +67,13 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
     const delivery = await loadDelivery(deps.db, deliveryId);
     if (!delivery || delivery.state !== 'pending') return SKIPPED;
     if (delivery.attempt_count === attempt && delivery.last_attempt_in_flight) {
+      const age = delivery.last_attempt_claimed_ms_ago ?? Infinity;
+      if (age < liveClaimMs && token !== undefined) {
+        // A second run of this job (a stalled-job recovery, a sweeper re-add) while the first may
+        // still be sending or recording: look again once the first would have finished.
+        await job.moveToDelayed(Date.now() + (liveClaimMs - age), token);
+        throw new DelayedError();
+      }
       // Claimed by a run that did not live to record it: the POST may have reached the receiver, so
       // the number stays taken (recorded with an unknown result) and the schedule goes on.
       log.warn('webhook attempt claimed by a run that stopped; recorded with an unknown result');
