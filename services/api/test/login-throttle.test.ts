@@ -198,7 +198,21 @@ describe('login throttle', () => {
       expect(throttleAddress('2001:db8:1:2::7')).toBe('2001:db8:1:2::/64');
       expect(throttleAddress('2001:db8::1')).toBe('2001:db8:0:0::/64');
       expect(throttleAddress('::1')).toBe('0:0:0:0::/64');
-      expect(throttleAddress('fe80::1%eth0')).toBe('fe80::1%eth0');
+      expect(throttleAddress('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+      // Ports a proxy writes along are dropped; what is not an address at all shares one bucket.
+      expect(throttleAddress('203.0.113.9:5678')).toBe('203.0.113.9');
+      expect(throttleAddress('[2001:db8::1]:443')).toBe('2001:db8:0:0::/64');
+      expect(throttleAddress('[2001:db8::1]')).toBe('2001:db8:0:0::/64');
+      for (const junk of ['', 'unknown', 'not-an-address', '1.2.3.4.5', '999.1.1.1', '203.0.113.9:x', '[nope]:1']) {
+        expect({ junk, bucket: throttleAddress(junk) }).toEqual({ junk, bucket: 'unreadable' });
+      }
+    });
+
+    it('a forwarded address with a different port each time is still one address', async () => {
+      const ip = randomIpv4();
+      for (let i = 0; i < 6; i++) expect((await loginFrom(perIp, `${ip}:${40_000 + i}`, unknownEmail(), wrongPassword())).status).toBe(401);
+      expectRefused(await loginFrom(perIp, `${ip}:50000`, unknownEmail(), wrongPassword()));
+      expectRefused(await loginFrom(perIp, ip, unknownEmail(), wrongPassword()));
     });
   });
 

@@ -1,3 +1,4 @@
+import { isIPv4, isIPv6 } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { randomBase62 } from '@taskapi/crypto';
@@ -33,22 +34,28 @@ export function slowdownMs(failingAddresses: number, maxMs: number): number {
   return Math.min(maxMs, SLOWDOWN_FIRST_DELAY_MS * 2 ** (failingAddresses - SLOWDOWN_FREE_ADDRESSES - 1));
 }
 
+/** Where every client address that cannot be read as an IP address is counted: together. */
+const UNREADABLE_ADDRESS = 'unreadable';
+
 /**
  * The address the limits count a client under: IPv4 as is (also when IPv4-mapped), IPv6 by its
  * /64 prefix, because one subscriber usually holds a whole /64 and could otherwise take a fresh
- * address per request.
+ * address per request. A port or zone id a proxy wrote along (`1.2.3.4:5678`, `[::1]:80`,
+ * `fe80::1%eth0`) is dropped, and anything that is still not an address shares one bucket, so
+ * varying the spelling never yields a fresh count.
  */
-export function throttleAddress(ip: string): string {
+export function throttleAddress(raw: string): string {
+  let ip = raw.trim();
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(ip);
+  if (bracketed) ip = bracketed[1]!;
+  else if (/^[\d.]+:\d+$/.test(ip)) ip = ip.slice(0, ip.lastIndexOf(':'));
+  ip = ip.replace(/%.*$/, '');
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
-  if (mapped) return mapped[1]!;
-  if (!ip.includes(':')) return ip;
-  let canonical: string;
-  try {
-    // The URL parser writes any IPv6 spelling in one canonical form (lower case, embedded IPv4 as hex).
-    canonical = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
-  } catch {
-    return ip; // Not an address the URL parser accepts (e.g. with a zone id): count it as it is.
-  }
+  if (mapped) ip = mapped[1]!;
+  if (isIPv4(ip)) return ip;
+  if (!isIPv6(ip)) return UNREADABLE_ADDRESS;
+  // The URL parser writes any IPv6 spelling in one canonical form (lower case, embedded IPv4 as hex).
+  const canonical = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
   const [head = '', tail] = canonical.split('::');
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
