@@ -7,6 +7,7 @@
 import http from 'node:http';
 import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
+import { newId } from '@taskapi/ids';
 import { ROUTES } from '../src/routes';
 import { createKey, seedAccount, startApi, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 import { requestsFor, strayRequests, type FuzzRequest, type KnownIds } from './support/fuzz-requests';
@@ -23,7 +24,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 
 function send(baseUrl: string, req: FuzzRequest, headers: Record<string, string>): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const out = http.request(`${baseUrl}${req.path}`, { method: req.method, headers: { ...req.headers, ...headers }, agent }, (res) => {
+    const out = http.request(`${baseUrl}${req.path}`, { method: req.method, headers: { ...req.headers, ...headers, ...req.extraHeaders }, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8').slice(0, 500) }));
@@ -72,7 +73,14 @@ describe('fuzz: every endpoint, generated from its schemas', () => {
     }
     const spareKeys: string[] = [];
     for (let i = 0; i < 3; i++) spareKeys.push((await createKey(api, account, { type: 'paid' })).id);
-    Object.assign(ids, { publicId: tasks, keyId: spareKeys, name: ['output.png', 'image.png', 'video.mp4'], deliveryId: [] });
+    // A finished delivery, so resend reaches its handler (no worker or dispatcher runs here).
+    const deliveryId = newId('delivery');
+    await api.deps.db.pool.query(
+      `INSERT INTO webhook_deliveries (id, task_id, account_id, url, task_status, state, attempt_count)
+       SELECT $1, id, account_id, 'https://hooks.example/fuzz', 20, 'failed', 6 FROM tasks WHERE public_id = $2`,
+      [deliveryId, tasks[0]],
+    );
+    Object.assign(ids, { publicId: tasks, keyId: spareKeys, name: ['output.png', 'image.png', 'video.mp4'], deliveryId: [deliveryId] });
   }, 60_000);
 
   afterAll(async () => {
@@ -103,8 +111,8 @@ describe('fuzz: every endpoint, generated from its schemas', () => {
         const answer = await send(api.url, req, await credentials(req));
         sent++;
         statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
-        // Past authentication and the rate limit: the request met validation or a handler.
-        if (![401, 403, 429].includes(answer.status)) reached++;
+        // Validation or a handler answered (not authentication, the rate limit, routing or the body parser's type check).
+        if (![401, 403, 404, 405, 415, 429, 431].includes(answer.status)) reached++;
         if (answer.status >= 500) throw new Error(`${req.method} ${req.path.slice(0, 200)} → ${answer.status} ${answer.body}`);
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: false },

@@ -14,6 +14,8 @@ export interface FuzzRequest {
   body?: string | Buffer;
   /** Which credentials to attach: the harness fills them in. */
   auth: 'valid' | 'none' | 'bogus';
+  /** Sent last, so they may replace the credentials. */
+  extraHeaders?: Record<string, string>;
 }
 
 /** Real ids the fuzzer can aim at, per path parameter name (`publicId`, `keyId`, …). */
@@ -104,6 +106,11 @@ const anyString: fc.Arbitrary<string> = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 20 }),
 );
 
+/** `arb` once in `oneIn` draws, else null. */
+function rarely<T>(arb: fc.Arbitrary<T>, oneIn: number): fc.Arbitrary<T | null> {
+  return fc.oneof({ arbitrary: fc.constant(null), weight: oneIn - 1 }, { arbitrary: arb, weight: 1 });
+}
+
 function resolve(schema: JsonSchema, root: JsonSchema): JsonSchema {
   if (!schema.$ref) return schema;
   const name = schema.$ref.replace(/^#\/\$defs\//, '');
@@ -158,7 +165,7 @@ function objectFor(schema: JsonSchema, root: JsonSchema, ids: readonly string[],
     fc.tuple(fc.constant(name), valueFor(prop, root, ids, depth), fc.integer({ min: 0, max: 9 })),
   );
   return fc
-    .tuple(fc.tuple(...entries), fc.option(fc.tuple(anyString, wrongTypes), { freq: 8 }))
+    .tuple(fc.tuple(...entries), rarely(fc.tuple(anyString, wrongTypes), 8))
     .map(([values, stranger]) => {
       const out: Record<string, unknown> = {};
       for (const [name, value, roll] of values) {
@@ -192,11 +199,50 @@ const CONTENT_TYPES = [
 
 const ENCODINGS = ['identity', 'gzip', 'deflate', 'br', 'x-unknown', 'gzip, gzip'];
 
+/** Headers an attacker adds or mangles: credentials, cookies, forwarding, ranges, sheer length. */
+const EXTRA_HEADERS: ReadonlyArray<Record<string, string>> = [
+  { cookie: 'session=%00' },
+  { cookie: `session=${'a'.repeat(5000)}` },
+  { cookie: 'session=eyJhbGciOiJIUzI1NiJ9.e30.x; session=second' },
+  { cookie: '=; ; session' },
+  { authorization: 'Bearer ' },
+  { authorization: 'Basic Zm9vOmJhcg==' },
+  { authorization: `Bearer ${'x'.repeat(5000)}` },
+  { authorization: 'Bearer a.b.c' },
+  { 'x-api-key': '' },
+  { 'x-api-key': 'sk-live-' },
+  { 'x-api-key': `sk-test-${'A'.repeat(500)}` },
+  { 'x-api-key': 'sk-live-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA, sk-live-BBBB' },
+  { 'x-forwarded-for': '1.2.3.4, ::1, garbage, [::1]:80' },
+  { range: 'bytes=0-1,5-2' },
+  { range: 'bytes=-0' },
+  { 'if-none-match': '*' },
+  { 'if-modified-since': 'yesterday' },
+  { 'accept-encoding': 'gzip;q=x' },
+  { accept: 'text/html' },
+  { 'x-padding': 'x'.repeat(12_000) },
+  { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' },
+];
+
 /** A body as bytes: JSON of the value, or something that only looks like it. */
 function bodyBytes(value: fc.Arbitrary<unknown>): fc.Arbitrary<string | Buffer> {
   return fc.oneof(
     { arbitrary: value.map((v) => JSON.stringify(v) ?? 'null'), weight: 12 },
-    { arbitrary: fc.constantFrom('{', '{"a":', 'nul', '\u0000', '{"a":1}{"b":2}', '[1,2,]', '{"__proto__":{"x":1}}', '{"a":1,"a":2}'), weight: 1 },
+    {
+      arbitrary: fc.constantFrom(
+        '{',
+        '{"a":',
+        'nul',
+        '\u0000',
+        '{"a":1}{"b":2}',
+        '[1,2,]',
+        '{"__proto__":{"x":1}}',
+        '{"constructor":{"prototype":{"x":1}}}',
+        '{"prompt":"p","__proto__":{"isAdmin":true}}',
+        '{"a":1,"a":2}',
+      ),
+      weight: 1,
+    },
     { arbitrary: fc.constantFrom(Buffer.from([0xff, 0xfe, 0x7b, 0x00]), Buffer.from([0xc0, 0x80]), Buffer.from('{"prompt":"\xed\xa0\x80"}', 'latin1')), weight: 1 },
     // Nesting far deeper than JSON.stringify could produce.
     { arbitrary: fc.constantFrom('['.repeat(50_000) + ']'.repeat(50_000), `{"prompt":"p","payload":${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}}`), weight: 1 },
@@ -227,16 +273,22 @@ export function requestsFor(route: Route, ids: KnownIds): fc.Arbitrary<FuzzReque
   const params = fc.tuple(...paramNames.map((name) => paramValue(ids[name] ?? [])));
   const query = route.query ? objectFor(jsonSchemaOf(route.query), jsonSchemaOf(route.query), [], 0) : fc.constant({});
   const bodySchema = route.body ? jsonSchemaOf(route.body.schema) : undefined;
+  // A body nearly always; now and then none at all.
   const body = bodySchema ? fc.option(bodyBytes(valueFor(bodySchema, bodySchema, ids.publicId ?? [])), { freq: 10 }) : fc.constant(null);
   const contentType = fc.oneof({ arbitrary: fc.constant('application/json'), weight: 6 }, { arbitrary: fc.constantFrom(...CONTENT_TYPES), weight: 2 });
-  const encoding = fc.option(fc.constantFrom(...ENCODINGS), { freq: 12 });
-  const idempotencyKey = fc.option(fc.oneof(fc.string({ minLength: 1, maxLength: 40 }), fc.constantFrom('x'.repeat(300), ' ', 'ключ')), { freq: 3 });
+  const encoding = rarely(fc.constantFrom(...ENCODINGS), 12);
+  const idempotencyKey = rarely(fc.oneof(fc.string({ minLength: 1, maxLength: 40 }), fc.constantFrom('x'.repeat(300), ' ', 'ключ')), 3);
   const auth = fc.oneof({ arbitrary: fc.constant('valid' as const), weight: 18 }, { arbitrary: fc.constantFrom('none' as const, 'bogus' as const), weight: 1 });
-  return fc.record({ params, query, body, contentType, encoding, idempotencyKey, auth }).map((r) => {
+  const extra = rarely(fc.constantFrom(...EXTRA_HEADERS), 8);
+  const repeatQueryKey = fc.boolean();
+  return fc.record({ params, query, body, contentType, encoding, idempotencyKey, auth, extra, repeatQueryKey }).map((r) => {
     let path = route.path;
     paramNames.forEach((name, i) => (path = path.replace(`{${name}}`, r.params[i]!)));
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(r.query)) search.append(k, typeof v === 'string' ? v : JSON.stringify(v) ?? '');
+    // `?a=1&a=2` arrives as an array.
+    const first = [...search.entries()][0];
+    if (r.repeatQueryKey && first) search.append(first[0], first[1]);
     const qs = search.toString();
     const headers: Record<string, string> = {};
     if (r.body !== null) headers['content-type'] = r.contentType;
@@ -249,6 +301,7 @@ export function requestsFor(route: Route, ids: KnownIds): fc.Arbitrary<FuzzReque
       headers,
       body: r.body ?? undefined,
       auth: r.auth,
+      extraHeaders: r.extra ?? undefined,
     };
   });
 }
