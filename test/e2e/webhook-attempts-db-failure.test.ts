@@ -112,6 +112,15 @@ describe('webhook attempts when PostgreSQL fails mid-attempt', () => {
     return rows;
   }
 
+  /** The task's delivery row, once the worker has written it. */
+  const deliveryRowOf = async (publicId: string) => {
+    const [row] = await waitFor(async () => {
+      const rows = await deliveriesOf(system.api, publicId);
+      return rows.length > 0 ? rows : undefined;
+    }, { timeoutMs: 20_000, what: 'the delivery row' });
+    return row!;
+  };
+
   const jobOf = (deliveryId: string, attempt: number) => system.api.deps.webhooks.queue.getJob(deliveryJobId(deliveryId, attempt));
 
   /** The result of attempt `attempt`, once the dispatcher, unable to record it, has kept it in the job. */
@@ -196,13 +205,10 @@ describe('webhook attempts when PostgreSQL fails mid-attempt', () => {
     scripts.set('/orphan', () => 200);
     // No dispatcher runs yet: the delivery and its first job wait.
     const publicId = await imageTask('/orphan');
-    const [pending] = await waitFor(async () => {
-      const rows = await deliveriesOf(system.api, publicId);
-      return rows.length > 0 ? rows : undefined;
-    }, { timeoutMs: 20_000, what: 'the delivery row' });
+    const pending = await deliveryRowOf(publicId);
     // What a dispatcher that crashed after claiming attempt 1 (and maybe sending it) left behind, long
     // enough ago that no live run could still be sending or recording it.
-    expect(await claimAttempt(system.api.deps.db.pool, pending!.id, 1, DEAD_CLAIM_TIME())).toBe(true);
+    expect(await claimAttempt(system.api.deps.db.pool, pending.id, 1, DEAD_CLAIM_TIME())).toBe(true);
 
     await startRelayedDispatcher();
     const delivery = await waitForState(publicId, 'succeeded');
@@ -216,11 +222,8 @@ describe('webhook attempts when PostgreSQL fails mid-attempt', () => {
   it("Redis lost the job of an attempt in flight: the sweeper brings back that attempt's job, not the next one's", async () => {
     scripts.set('/swept', () => 200);
     const publicId = await imageTask('/swept');
-    const [pending] = await waitFor(async () => {
-      const rows = await deliveriesOf(system.api, publicId);
-      return rows.length > 0 ? rows : undefined;
-    }, { timeoutMs: 20_000, what: 'the delivery row' });
-    const deliveryId = pending!.id;
+    const pending = await deliveryRowOf(publicId);
+    const deliveryId = pending.id;
     expect(await claimAttempt(system.api.deps.db.pool, deliveryId, 1, DEAD_CLAIM_TIME())).toBe(true);
     const lost = await waitFor(() => jobOf(deliveryId, 1), { what: 'the first job' });
     await lost.remove();
@@ -239,11 +242,8 @@ describe('webhook attempts when PostgreSQL fails mid-attempt', () => {
   it('a fresh claim may belong to a run still sending: a second run of the job waits instead of declaring it lost', async () => {
     scripts.set('/live', () => 200);
     const publicId = await imageTask('/live');
-    const [pending] = await waitFor(async () => {
-      const rows = await deliveriesOf(system.api, publicId);
-      return rows.length > 0 ? rows : undefined;
-    }, { timeoutMs: 20_000, what: 'the delivery row' });
-    const deliveryId = pending!.id;
+    const pending = await deliveryRowOf(publicId);
+    const deliveryId = pending.id;
     // Another run claimed attempt 1 a moment ago and is (as far as anyone knows) still sending it.
     expect(await claimAttempt(system.api.deps.db.pool, deliveryId, 1, new Date())).toBe(true);
 
