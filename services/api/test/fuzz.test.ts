@@ -24,13 +24,20 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 
 function send(baseUrl: string, req: FuzzRequest, headers: Record<string, string>): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const out = http.request(`${baseUrl}${req.path}`, { method: req.method, headers: { ...req.headers, ...headers, ...req.extraHeaders }, agent }, (res) => {
+    const allHeaders = { ...req.headers, ...headers, ...req.extraHeaders };
+    const out = http.request(`${baseUrl}${req.path}`, { method: req.method, headers: allHeaders, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8').slice(0, 500) }));
       res.on('error', reject);
     });
-    out.on('error', reject);
+    out.on('error', (err: NodeJS.ErrnoException) => {
+      // Node's HTTP parser refuses a request head over --max-http-header-size with 431, or, for one
+      // far over it (Node 24), by resetting the connection: Node's refusal, not an answer of ours.
+      const headBytes = Buffer.byteLength(req.path) + Object.entries(allHeaders).reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v) + 4, 0);
+      if (err.code === 'ECONNRESET' && headBytes > http.maxHeaderSize) resolve({ status: 431, body: 'connection reset: request head too large' });
+      else reject(err);
+    });
     out.end(req.body);
   });
 }
