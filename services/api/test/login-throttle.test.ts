@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { TEST_PASSWORD, waitFor, type TestResponse } from '@taskapi/testing';
@@ -236,13 +237,18 @@ describe('login throttle', () => {
     }
 
     it('without TRUST_PROXY a forged X-Forwarded-For does not change the address the limit sees', async () => {
-      const direct = await startApi({ LOGIN_MAX_ATTEMPTS_PER_IP: '6' });
+      const log = new PassThrough();
+      let logged = '';
+      log.on('data', (chunk: Buffer) => (logged += chunk.toString()));
+      const direct = await startApi({ LOGIN_MAX_ATTEMPTS_PER_IP: '6', LOG_LEVEL: 'warn' }, { logStream: log });
       try {
         expect(direct.config.trustProxy).toBe(0);
         const peer = `127.${[...randomBytes(3)].map((b) => Math.max(b, 2)).join('.')}`;
         const statuses: number[] = [];
         for (let i = 0; i < 8; i++) statuses.push(await loginOverSocketFrom(direct, peer, { 'x-forwarded-for': randomIpv4() }));
         expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 429, 429]);
+        // The operator is told, once, that a proxy in front would make all clients one address.
+        expect(logged.split('\n').filter((line) => line.includes('X-Forwarded-For received while TRUST_PROXY=0'))).toHaveLength(1);
       } finally {
         await direct.close();
       }

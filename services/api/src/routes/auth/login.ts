@@ -12,6 +12,9 @@ export function sessionCookieOptions(req: Request, production: boolean): CookieO
   return { httpOnly: true, sameSite: 'strict', secure: production || req.secure, path: '/' };
 }
 
+/** API instances already told that `X-Forwarded-For` arrives while `TRUST_PROXY` is 0 (once each). */
+const warnedAboutForwarding = new WeakSet<object>();
+
 /** `POST /api/auth/login`: a session as a JSON token and an HttpOnly cookie. */
 export const loginRoute = defineRoute({
   operationId: 'login',
@@ -29,7 +32,7 @@ export const loginRoute = defineRoute({
   body: { schema: loginRequestSchema, limit: 16 * 1024, example: { email: 'dev@example.com', password: 'correct horse battery staple' } },
   responses: { 200: { description: 'Logged in.', schema: loginResponseSchema, headers: ['Set-Cookie-Session'] } },
   errors: ['SESSION_ONLY', 'CROSS_SITE_REFUSED', 'INVALID_CREDENTIALS', 'TOO_MANY_LOGIN_ATTEMPTS', 'INTERNAL', 'SERVICE_UNAVAILABLE'],
-  invalidExamples: [['email missing', 'email', 'must be a string']],
+  invalidExamples: [['email missing', 'email', 'is required']],
   guard(req, deps) {
     if (req.get('x-api-key') !== undefined) throw new ApiError('SESSION_ONLY');
     // Browsers always announce where a form post comes from; refuse logins planted by other sites.
@@ -37,6 +40,12 @@ export const loginRoute = defineRoute({
   },
   async handler({ body }, { deps, req, res }) {
     const { config, repos, redis, sessions } = deps;
+    if (config.trustProxy === 0 && req.get('x-forwarded-for') !== undefined && !warnedAboutForwarding.has(deps)) {
+      // Behind a proxy that is not trusted, every client has the proxy's address: they would all
+      // share one per-address login limit.
+      warnedAboutForwarding.add(deps);
+      deps.logger.warn('X-Forwarded-For received while TRUST_PROXY=0: the login limits count every client behind a proxy as one address; set TRUST_PROXY to the number of proxy hops');
+    }
     const { accountId } = await checkLogin({ accounts: repos.accounts, redis, limits: config.login }, body.email, body.password, req.ip ?? 'unknown');
     const session = sessions.issue(accountId);
     locals(res).session = { accountId, email: body.email, tokenId: session.tokenId, expiresAt: session.expiresAt.getTime(), viaCookie: false };
