@@ -7,6 +7,7 @@ import { TEST_DATABASE_URL, recreateDatabase, startHttpsReceiver, waitFor, type 
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
 import { sweepTasks } from '../../services/worker/src/domain/sweep-tasks';
+import { createWorkerMetrics } from '../../services/worker/src/infra/metrics';
 import { createLogger } from '@taskapi/logger';
 import { flushRedis, startDispatcher, startSystem, startWorker, type Running, type TestSystem } from './support/system';
 import { deliveriesOf, waitForTask } from './support/tasks';
@@ -91,7 +92,7 @@ describe('Redis loss', () => {
     const queued = await Promise.all([1, 2, 3, 4, 5].map((i) => create('image-generation', { prompt: `backlog ${i}`, width: 64, height: 64 })));
     await flush();
 
-    const deps = { db: api.deps.db.pool, redis: api.deps.redis, webhooks: api.deps.webhooks, taskQueues: api.deps.taskQueues, logger: createLogger({ service: 'sweep', level: 'silent' }) };
+    const deps = { db: api.deps.db.pool, redis: api.deps.redis, webhooks: api.deps.webhooks, taskQueues: api.deps.taskQueues, metrics: createWorkerMetrics(), logger: createLogger({ service: 'sweep', level: 'silent' }) };
     expect(await sweepTasks(deps, ['image-generation'], 0, 2)).toEqual({ requeued: 5, failed: 0 });
     for (const id of queued) expect(await api.deps.taskQueues.queues['image-generation'].getJobState(id)).toBe('waiting');
     // A second sweep finds every job in place.

@@ -21,7 +21,7 @@ export interface Settings {
 /** What a settings tree parses into: the same tree with each variable replaced by its value. */
 export type Parsed<T> = T extends EnvVariable<infer S> ? z.output<S> : { readonly [K in keyof T]: Parsed<T[K]> };
 
-function* variablesOf(settings: Settings): Generator<EnvVariable> {
+export function* variablesOf(settings: Settings): Generator<EnvVariable> {
   for (const node of Object.values(settings)) {
     if (node instanceof EnvVariable) yield node;
     else yield* variablesOf(node);

@@ -1,3 +1,3 @@
 export { ConfigError } from './config-error';
-export { loadConfig, loadDatabaseUrl } from './load-config';
+export { CONFIG_VARIABLES, loadConfig, loadDatabaseUrl } from './load-config';
 export type { AdminCredentials, Config, RateLimitPolicy } from './load-config';

@@ -15,7 +15,11 @@ export interface FinishedTask {
   id: string;
   public_id: string;
   account_id: string;
+  kind: string;
   status: number;
+  /** Creation and terminal transition, both by the database clock (`taskapi_task_e2e_seconds`). */
+  created_at: Date;
+  finished_at: Date;
   /** Credits returned by this transition (0 when none). */
   refunded: number;
   /** The webhook outbox row written by this transition, if any. */
@@ -38,7 +42,7 @@ WITH t AS (
    WHERE public_id = $1
      AND ($2::text IS NULL OR account_id = $2)
      AND status IN (0, 10)
-  RETURNING id, public_id, account_id, grant_id, cost, callback_url, status
+  RETURNING id, public_id, account_id, grant_id, cost, callback_url, status, kind, created_at, finished_at
 ),
 refund AS (
   INSERT INTO credit_ledger (account_id, grant_id, task_id, entry_type, amount)
@@ -62,7 +66,7 @@ delivery AS (
    WHERE t.status IN (20, 30) AND t.callback_url IS NOT NULL
   RETURNING id
 )
-SELECT t.id, t.public_id, t.account_id, t.status,
+SELECT t.id, t.public_id, t.account_id, t.kind::text AS kind, t.status, t.created_at, t.finished_at,
        COALESCE((SELECT amount FROM refund), 0)::int AS refunded,
        (SELECT id FROM delivery) AS delivery_id
   FROM t`;

@@ -4,15 +4,27 @@ import type { Logger } from '@taskapi/logger';
 import { accessLogLevel } from './access-log-level';
 import { locals } from './request-context';
 import type { ApiMetrics } from '../infra/metrics';
+import { UNMATCHED_ROUTE } from './route-templates';
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const pathOf = (url: string) => url.split('?')[0] ?? '';
+
+/** Express's `/files/:name` in the registry's `{name}` style, so one label format is used everywhere. */
+function expressPattern(path: unknown, baseUrl: string): string | undefined {
+  return typeof path === 'string' ? `${baseUrl}${path}`.replace(/:(\w+)/g, '{$1}') : undefined;
+}
 
 /**
  * Request id (`X-Request-Id`, accepted from the caller when well-formed), one access-log line and
  * metrics per request (the line at debug level for probes, scrapes and static assets, see
  * `accessLogLevel`). Never logs headers or bodies.
  */
-export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
+export function observe(
+  logger: Logger,
+  metrics: ApiMetrics,
+  routeTemplate: (method: string, path: string) => string | undefined,
+): RequestHandler {
   const nextRequestId = sequentialIds('request');
   return (req, res, next) => {
     const incoming = req.get('x-request-id');
@@ -23,13 +35,15 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
     res.setHeader('X-Request-Id', requestId);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - ctx.startedAt) / 1e9;
-      // The matched route pattern keeps label cardinality bounded (no ids in labels).
-      const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      // The declared route template keeps label cardinality bounded (no ids in labels) and is the
+      // same for every status, 401 and 429 included. Pages outside the registry (docs, console,
+      // Bull Board) fall back to Express's matched pattern; anything else is `unmatched`.
+      const route = routeTemplate(req.method, pathOf(req.originalUrl)) ?? expressPattern(req.route?.path, req.baseUrl) ?? UNMATCHED_ROUTE;
       metrics.httpRequests.inc({ method: req.method, route, status: String(res.statusCode) });
       metrics.httpDuration.observe({ method: req.method, route }, seconds);
       // Access lines are info or debug: below info (production's warn) there is nothing to build.
       if (!logger.isInfoEnabled()) return;
-      const path = req.originalUrl.split('?')[0] ?? '';
+      const path = pathOf(req.originalUrl);
       const level = accessLogLevel(path);
       if (!logger.isLevelEnabled(level)) return;
       logger.log(level, 'request', {

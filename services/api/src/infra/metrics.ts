@@ -1,4 +1,6 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { TASK_E2E_METRIC, type TaskKind } from '@taskapi/domain';
+import type { QueueSignal } from './queue-signals';
 
 /** Prometheus metrics of one API instance (its own registry, so tests can run several). */
 export interface ApiMetrics {
@@ -7,11 +9,57 @@ export interface ApiMetrics {
   httpDuration: Histogram<'method' | 'route'>;
   tasksCreated: Counter<'kind' | 'key_type'>;
   rateLimited: Counter<'key_type' | 'window'>;
+  /** Created → cancelled here; the worker exposes the completed and failed series. */
+  taskE2e: Histogram<'kind' | 'status'>;
 }
 
-export function createMetrics(opts: { defaultMetrics?: boolean } = {}): ApiMetrics {
+export interface MetricsOptions {
+  defaultMetrics?: boolean;
+  /** Queue-wide autoscaling signals, read from Redis at every scrape. */
+  queueSignals?: () => Promise<Map<TaskKind, QueueSignal>>;
+}
+
+/**
+ * `taskapi_queue_depth` and `taskapi_queue_oldest_waiting_seconds`: one read per scrape feeds both
+ * gauges. A kind whose queue could not be read has no sample in that scrape (not a stale one).
+ */
+function registerQueueGauges(registry: Registry, read: () => Promise<Map<TaskKind, QueueSignal>>): void {
+  let pending: Promise<Map<TaskKind, QueueSignal>> | undefined;
+  // Both gauges collect in the same scrape: they share one read instead of asking Redis twice.
+  const current = () => {
+    pending ??= read().finally(() => {
+      pending = undefined;
+    });
+    return pending;
+  };
+  const depth = new Gauge({
+    name: 'taskapi_queue_depth',
+    help: 'Task jobs waiting to be picked up (wait + prioritized), by kind; queue-wide, the same on every API replica',
+    labelNames: ['kind'],
+    registers: [registry],
+    async collect() {
+      const signals = await current();
+      depth.reset();
+      for (const [kind, s] of signals) depth.set({ kind }, s.depth);
+    },
+  });
+  const oldest = new Gauge({
+    name: 'taskapi_queue_oldest_waiting_seconds',
+    help: 'Age of the oldest task job waiting to be picked up, by kind (0 when none waits); queue-wide',
+    labelNames: ['kind'],
+    registers: [registry],
+    async collect() {
+      const signals = await current();
+      oldest.reset();
+      for (const [kind, s] of signals) oldest.set({ kind }, s.oldestWaitingSeconds);
+    },
+  });
+}
+
+export function createMetrics(opts: MetricsOptions = {}): ApiMetrics {
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
+  if (opts.queueSignals) registerQueueGauges(registry, opts.queueSignals);
   return {
     registry,
     httpRequests: new Counter({
@@ -39,5 +87,6 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): ApiMetri
       labelNames: ['key_type', 'window'],
       registers: [registry],
     }),
+    taskE2e: new Histogram({ ...TASK_E2E_METRIC, labelNames: [...TASK_E2E_METRIC.labelNames], registers: [registry] }),
   };
 }

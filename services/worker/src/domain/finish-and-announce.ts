@@ -1,13 +1,15 @@
-import { finishTaskAndRecord, type FinishTaskInput, type FinishedTask, type MarkerRedis, type Queryable } from '@taskapi/domain';
+import { e2eSeconds, finishTaskAndRecord, terminalStatusName, type FinishTaskInput, type FinishedTask, type MarkerRedis, type Queryable } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
 import type { Logger } from '@taskapi/logger';
 import type { WebhookQueue } from '@taskapi/queue';
+import type { WorkerMetrics } from '../infra/metrics';
 
 export interface AnnounceDeps {
   db: Queryable;
   redis: MarkerRedis;
   webhooks: WebhookQueue;
   logger: Logger;
+  metrics: Pick<WorkerMetrics, 'observeE2e'>;
 }
 
 /**
@@ -18,6 +20,8 @@ export interface AnnounceDeps {
  */
 export async function finishAndAnnounce(deps: AnnounceDeps, publicId: string, input: FinishTaskInput): Promise<FinishedTask | null> {
   const finished = await finishTaskAndRecord(deps.db, deps.redis, publicId, null, input, newId('delivery'));
+  // Every terminal transition of the worker (run, given-up job, sweeper) passes here exactly once.
+  if (finished) deps.metrics.observeE2e(finished.kind, terminalStatusName(finished.status), e2eSeconds(finished.created_at, finished.finished_at));
   if (finished?.delivery_id) {
     try {
       await deps.webhooks.enqueueAttempt(finished.delivery_id, 1);

@@ -1,5 +1,5 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { TaskKind } from '@taskapi/domain';
+import { TASK_E2E_METRIC, type TaskKind } from '@taskapi/domain';
 
 /** How a task run ended, as counted. */
 export type RunOutcome = 'completed' | 'failed' | 'skipped' | 'retried' | 'handed_back';
@@ -8,6 +8,8 @@ export type RunOutcome = 'completed' | 'failed' | 'skipped' | 'retried' | 'hande
 export interface WorkerMetrics {
   registry: Registry;
   observeRun(kind: TaskKind, outcome: RunOutcome, seconds: number): void;
+  /** `taskapi_task_e2e_seconds`: a task this worker moved to completed or failed. */
+  observeE2e(kind: string, status: string, seconds: number): void;
 }
 
 export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): WorkerMetrics {
@@ -26,11 +28,15 @@ export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): Wo
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers: [registry],
   });
+  const e2e = new Histogram({ ...TASK_E2E_METRIC, labelNames: [...TASK_E2E_METRIC.labelNames], registers: [registry] });
   return {
     registry,
     observeRun(kind, outcome, seconds) {
       runs.inc({ kind, outcome });
       duration.observe({ kind, outcome }, seconds);
+    },
+    observeE2e(kind, status, seconds) {
+      e2e.observe({ kind, status }, seconds);
     },
   };
 }

@@ -6,7 +6,10 @@ export const metricsRoute = defineRoute({
   path: '/metrics',
   tag: 'Operations',
   summary: 'Prometheus metrics',
-  description: 'HTTP request counts and durations by route, tasks created, rate-limit rejections, and process metrics.',
+  description:
+    'HTTP request counts and durations by route template, tasks created, rate-limit rejections, cancelled tasks\' ' +
+    'end-to-end time, the queue depth and oldest waiting age per task kind (read from Redis at scrape time, the same on ' +
+    'every replica), and process metrics.',
   auth: 'none',
   responses: { 200: { description: 'Prometheus text exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } } },
   errors: ['INTERNAL'],
