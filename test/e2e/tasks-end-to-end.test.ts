@@ -88,7 +88,7 @@ describe('tasks end to end', () => {
     const task = await waitForTask(system.api, paidKey.plaintext, publicId);
     expect(task.status).toBe(20);
     expect(task.error_code).toBeNull();
-    expect(task.files).toEqual([{ name: 'image.png', content_type: 'image/png', size: expect.any(Number), url: expect.stringContaining(`/api/tasks/${publicId}/files/image.png`) }]);
+    expect(task.files).toEqual([{ name: 'image.png', content_type: 'image/png', size: expect.any(Number), url: expect.stringContaining(`/api/files/${publicId}/image.png?expires=`) }]);
     const file = await fetch(`${system.api.url}/api/tasks/${publicId}/files/image.png`, { headers: withKey(paidKey) });
     expect(file.status).toBe(200);
     const png = PNG.sync.read(Buffer.from(await file.arrayBuffer()));
@@ -163,10 +163,14 @@ describe('tasks end to end', () => {
   });
 
   it('worker and dispatcher serve /healthz, /readyz and Prometheus metrics on OPS_PORT', async () => {
-    for (const service of [worker, dispatcher]) {
+    // The worker also needs the file store; the dispatcher does not touch it.
+    for (const [service, checks] of [
+      [worker, { database: 'ok', redis: 'ok', storage: 'ok' }],
+      [dispatcher, { database: 'ok', redis: 'ok' }],
+    ] as const) {
       expect((await fetch(`${service.opsUrl}/healthz`)).status).toBe(200);
       const ready = await fetch(`${service.opsUrl}/readyz`);
-      expect(await ready.json()).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' } });
+      expect(await ready.json()).toEqual({ status: 'ready', checks });
       expect((await fetch(`${service.opsUrl}/nothing`)).status).toBe(404);
     }
     const metric = (text: string, name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);

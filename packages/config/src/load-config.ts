@@ -4,7 +4,7 @@ import { isTaskKind, perTaskKind, TASK_KINDS } from '@taskapi/task-kinds';
 import { z } from 'zod';
 import { ConfigError } from './config-error';
 import { devSecrets } from './dev-secrets';
-import { commaList, envSchema, flag, named, parseEnv, portNumber, variable, wholeNumber, type Parsed } from './env-settings';
+import { commaList, envSchema, flag, named, parseEnv, portNumber, variable, variablesOf, wholeNumber, type Parsed } from './env-settings';
 
 const httpUrl = (problem: string) => z.url({ protocol: /^https?$/, ...named(problem) });
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
@@ -58,6 +58,17 @@ const settings = {
       .optional(),
   ),
   filesDir: variable('FILES_DIR', z.string().min(1).transform((dir) => path.resolve(dir)).prefault('./data/files')),
+  /** Where task inputs and outputs live: `fs` (under `FILES_DIR`, shared by every replica) or `s3` (a bucket). */
+  storageDriver: variable('STORAGE_DRIVER', z.enum(['fs', 's3'], named('must be fs or s3')).default('fs')),
+  /** `STORAGE_DRIVER=s3`: the bucket (created by the operator) and how to reach it; credentials come from the standard AWS variables. */
+  s3: {
+    bucket: variable('S3_BUCKET', z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, named('must be a bucket name (3-63 of a-z 0-9 . -)')).optional()),
+    region: variable('S3_REGION', z.string().min(1).default('us-east-1')),
+    endpoint: variable('S3_ENDPOINT', httpUrl('must be an http(s) URL').transform(withoutTrailingSlash).optional()),
+    forcePathStyle: variable('S3_FORCE_PATH_STYLE', flag().default(false)),
+  },
+  /** Lifetime of a signed `files[].url` (7 days at most: the longest an S3 presigned URL may live). */
+  fileUrlTtlSeconds: variable('FILE_URL_TTL_SECONDS', wholeNumber(604_800).default(3600)),
   logLevel: variable('LOG_LEVEL', z.enum(['error', 'warn', 'info', 'http', 'debug', 'silent']).default('info')),
   workerKinds: variable(
     'WORKER_KINDS',
@@ -141,6 +152,9 @@ const settings = {
   devSecretsFile: variable('DEV_SECRETS_FILE', z.string().min(1).default('.dev-secrets.json')),
 };
 
+/** The name of every variable the configuration reads (deploy/kubernetes is checked against it). */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze([...variablesOf(settings)].map((v) => v.name));
+
 /** The variables' values, before `complete`. */
 type EnvValues = Parsed<typeof settings>;
 
@@ -163,6 +177,7 @@ function checkCombinations(s: EnvValues, ctx: z.core.$RefinementCtx): void {
       problem('required when NODE_ENV=production (the URL clients reach the API at, e.g. https://tasks.example.com)', settings.publicBaseUrl);
     }
   }
+  if (s.storageDriver === 's3' && !s.s3.bucket) problem('required when STORAGE_DRIVER=s3', settings.s3.bucket);
   if (Object.values(s.engines).includes('http') && !s.httpEngine.url) {
     problem('required when an ENGINE_* variable is http', settings.httpEngine.url);
   }

@@ -121,6 +121,25 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...SECRETS, LOGIN_SLOWDOWN_MAX_MS: '60000' })).toThrow(/LOGIN_SLOWDOWN_MAX_MS must be at most 30000/);
   });
 
+  it('file store: fs by default; s3 needs a bucket; signed file URLs live an hour by default', () => {
+    const defaults = loadConfig({ ...SECRETS });
+    expect({ driver: defaults.storageDriver, s3: defaults.s3, ttl: defaults.fileUrlTtlSeconds }).toEqual({
+      driver: 'fs',
+      s3: { bucket: undefined, region: 'us-east-1', endpoint: undefined, forcePathStyle: false },
+      ttl: 3600,
+    });
+    const s3 = loadConfig({ ...SECRETS, STORAGE_DRIVER: 's3', S3_BUCKET: 'task-files', S3_REGION: 'eu-west-1', S3_ENDPOINT: 'http://minio:9000/', S3_FORCE_PATH_STYLE: 'true', FILE_URL_TTL_SECONDS: '600' });
+    expect({ driver: s3.storageDriver, s3: s3.s3, ttl: s3.fileUrlTtlSeconds }).toEqual({
+      driver: 's3',
+      s3: { bucket: 'task-files', region: 'eu-west-1', endpoint: 'http://minio:9000', forcePathStyle: true },
+      ttl: 600,
+    });
+    expect(() => loadConfig({ ...SECRETS, STORAGE_DRIVER: 's3' })).toThrow(/S3_BUCKET: required when STORAGE_DRIVER=s3/);
+    expect(() => loadConfig({ ...SECRETS, STORAGE_DRIVER: 'gcs' })).toThrow(/STORAGE_DRIVER must be fs or s3/);
+    expect(() => loadConfig({ ...SECRETS, S3_BUCKET: 'Not_A_Bucket' })).toThrow(/S3_BUCKET must be a bucket name/);
+    expect(() => loadConfig({ ...SECRETS, FILE_URL_TTL_SECONDS: '604801' })).toThrow(/FILE_URL_TTL_SECONDS must be at most 604800/);
+  });
+
   describe('Bull Board login', () => {
     const tmpFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'secrets.json');
 

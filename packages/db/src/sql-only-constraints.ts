@@ -25,6 +25,7 @@ export const SQL_ONLY_CONSTRAINTS: ReadonlyArray<{ table: string; name: string; 
     check: "(entry_type IN ('charge', 'refund')) = (task_id IS NOT NULL)",
   },
   { table: 'webhook_deliveries', name: 'webhook_deliveries_task_status_terminal', check: 'task_status IN (20, 30)' },
+  { table: 'task_inputs', name: 'task_inputs_bytes_somewhere', check: 'in_store OR data IS NOT NULL' },
 ];
 
 /** Functions created by migration SQL (the schema language has no functions). */

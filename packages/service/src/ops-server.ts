@@ -57,12 +57,14 @@ export async function startConfiguredOpsServer(
   config: { host: string; opsPort: number | undefined },
   registry: Registry,
   backends: { db: { pool: { query(sql: string): Promise<unknown> } }; redis: { ping(): Promise<unknown> } },
+  /** More dependencies to check (the worker's file store). */
+  extraChecks: Record<string, () => Promise<unknown>> = {},
 ): Promise<OpsServer | undefined> {
   if (config.opsPort === undefined) return undefined;
   return startOpsServer({
     host: config.host,
     port: config.opsPort,
     registry,
-    checks: { database: () => backends.db.pool.query('SELECT 1'), redis: () => backends.redis.ping() },
+    checks: { database: () => backends.db.pool.query('SELECT 1'), redis: () => backends.redis.ping(), ...extraChecks },
   });
 }

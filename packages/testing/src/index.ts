@@ -15,3 +15,5 @@ export type { VideoFacts } from './inspect-video';
 export { commandLine, descendants, isAlive } from './processes';
 export { claimRedisDb } from './redis-db';
 export { freePort } from './free-port';
+export { startSwift, SWIFT_CREDENTIALS, SWIFT_PACKAGES } from './swift';
+export type { SwiftServer } from './swift';

@@ -1,10 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '@taskapi/config';
 import { createDatabase, type Database } from '@taskapi/db';
+import { createFileStore, type FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
 import type { TaskKind } from '@taskapi/domain';
 import { TaskCreator } from './domain/create-task';
+import { FileLinks } from './domain/file-links';
 import { KeyCache } from './domain/key-cache';
 import { RateLimiter } from './domain/rate-limit';
 import { SessionService } from './domain/sessions';
@@ -13,6 +15,7 @@ import { TaskReadCache } from './domain/task-read-cache';
 import { ApiKeyVerifier } from './domain/verify-api-key';
 import { Batcher } from './infra/batcher';
 import { createMetrics, type ApiMetrics } from './infra/metrics';
+import { queueSignalReader } from './infra/queue-signals';
 import { createRedis, waitForRedis } from './infra/redis';
 import { createRepositories, type Repositories } from './repositories';
 
@@ -24,6 +27,10 @@ export interface ApiDeps {
   db: Database;
   /** Every query of the API, one repository per table family. */
   repos: Repositories;
+  /** Task files: outputs (file routes) and uploaded face-detection images (`STORAGE_DRIVER`). */
+  store: FileStore;
+  /** Signs `files[].url` of the task API (FILE_URL_TTL_SECONDS) and checks signed-route links. */
+  fileLinks: FileLinks;
   /** Commands: rate limits, revocation markers, sessions, login throttle. Fails fast when down. */
   redis: Redis;
   /** Dedicated pub/sub connection for key revocations. */
@@ -47,7 +54,14 @@ export interface ApiDeps {
   close(): Promise<void>;
 }
 
-export async function createApiDeps(config: Config, logger: Logger, opts: { defaultMetrics?: boolean } = {}): Promise<ApiDeps> {
+export async function createApiDeps(config: Config, logger: Logger, opts: { defaultMetrics?: boolean; store?: FileStore } = {}): Promise<ApiDeps> {
+  const store = opts.store ?? createFileStore(config);
+  // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The API
+  // still starts (readiness fails, file routes and uploads answer 503) so the rest keeps serving.
+  const storeCheck = store.checkWritable().then(
+    () => logger.info('file store is writable', { store: store.description }),
+    (err: unknown) => logger.error('file store is not usable; readiness fails until it is', { store: store.description, error: (err as Error).message }),
+  );
   const db = createDatabase({
     url: config.databaseUrl,
     poolSize: config.databasePoolSize,
@@ -62,7 +76,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   for (const [name, client] of [['commands', redis], ['subscriber', subscriber], ['queue', queueRedis]] as const) {
     client.on('error', (err: Error) => logger.warn('redis connection error', { connection: name, error: err.message }));
   }
-  await Promise.all([waitForRedis(redis), waitForRedis(queueRedis)]);
+  await Promise.all([waitForRedis(redis), waitForRedis(queueRedis), storeCheck]);
 
   const repos = createRepositories(db);
   const keyCache = new KeyCache();
@@ -80,6 +94,8 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     logger,
     db,
     repos,
+    store,
+    fileLinks: new FileLinks(store, config.secretsKey, config.fileUrlTtlSeconds, config.publicBaseUrl),
     redis,
     subscriber,
     queueRedis,
@@ -87,11 +103,11 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     webhooks,
     verifier,
     taskReader: new TaskReader(new TaskReadCache(repos.tasks, redis, logger)),
-    taskCreator: new TaskCreator(repos, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
+    taskCreator: new TaskCreator(repos, store, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
     enqueueTask: (kind, publicId) => enqueuer.submit(kind, publicId),
     rateLimiter: new RateLimiter(redis),
     sessions: new SessionService(config.jwtSecret, redis),
-    metrics: createMetrics(opts),
+    metrics: createMetrics({ ...opts, queueSignals: queueSignalReader(queueRedis, taskQueues.queues, logger) }),
     lifecycle: { draining: false },
     async close() {
       await closeQueues([...Object.values(taskQueues.queues), webhooks.queue]);

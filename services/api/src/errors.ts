@@ -55,6 +55,7 @@ export const API_ERRORS = {
   TASK_NOT_FOUND: fixed(404, 'Task not found.'),
   TASK_ALREADY_FINISHED: fixed(409, 'Task is already finished.'),
   FILE_NOT_FOUND: fixed(404, 'File not found.'),
+  FILE_LINK_INVALID: fixed(403, 'This file link is invalid or has expired.'),
   INSUFFICIENT_CREDITS: fixed(402, 'Insufficient credits.'),
   IDEMPOTENCY_KEY_REUSED: fixed(409, 'This Idempotency-Key was already used with a different request.'),
   INVALID_IDEMPOTENCY_KEY: invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
@@ -155,7 +156,7 @@ export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
   }
 }
 
-/** PostgreSQL or Redis is unreachable: never an open door, never a 500. */
-export function unavailable(dependency: 'redis' | 'database', cause?: unknown): ApiError<'SERVICE_UNAVAILABLE'> {
+/** PostgreSQL, Redis or the file store is unreachable: never an open door, never a 500. */
+export function unavailable(dependency: 'redis' | 'database' | 'storage', cause?: unknown): ApiError<'SERVICE_UNAVAILABLE'> {
   return new ApiError('SERVICE_UNAVAILABLE', { cause: { dependency, error: cause } });
 }

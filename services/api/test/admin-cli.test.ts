@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createDatabase, type Database } from '@taskapi/db';
@@ -81,5 +83,31 @@ describe('operator CLI (npm run admin)', () => {
     const account = await db.prisma.account.findUniqueOrThrow({ where: { email } });
     expect(account.paidBalance).toBe(0);
     expect(await db.prisma.trialGrant.count({ where: { accountId: account.id } })).toBe(0);
+  });
+
+  it('move-inputs-to-store copies images still held in PostgreSQL to the file store and clears them', async () => {
+    const email = uniqueEmail('cli');
+    const account = JSON.parse((await admin('create-account', '--email', email, '--password', 'a long password')).stdout);
+    const keyId = `key_${randomBytes(8).toString('hex')}`;
+    await db.pool.query("INSERT INTO api_keys (id, account_id, type, key_hash, key_ciphertext, key_prefix) VALUES ($1, $2, 'paid', $3, 'x', 'sk-live-x')", [
+      keyId,
+      account.account_id,
+      randomBytes(32).toString('hex'),
+    ]);
+    const publicId = `task_${randomBytes(12).toString('base64url')}`;
+    const image = randomBytes(1000);
+    // A row as the previous release wrote it: the image bytes in task_inputs.data.
+    await db.pool.query(
+      `WITH t AS (INSERT INTO tasks (public_id, account_id, api_key_id, kind, input, cost) VALUES ($1, $2, $3, 'face-detection', '{}', 1) RETURNING id)
+       INSERT INTO task_inputs (task_id, content_type, data) SELECT id, 'image/png', $4 FROM t`,
+      [publicId, account.account_id, keyId, image],
+    );
+
+    const moved = await admin('move-inputs-to-store');
+    expect({ code: moved.code, stderr: moved.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(moved.stdout).moved).toBeGreaterThanOrEqual(1);
+    const { rows } = await db.pool.query('SELECT i.in_store, i.data FROM task_inputs i JOIN tasks t ON t.id = i.task_id WHERE t.public_id = $1', [publicId]);
+    expect(rows).toEqual([{ in_store: true, data: null }]);
+    expect(fs.readFileSync(path.join(testEnv().FILES_DIR as string, 'inputs', publicId, 'image')).equals(image)).toBe(true);
   });
 });

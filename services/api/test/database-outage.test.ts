@@ -37,7 +37,7 @@ describe('PostgreSQL outage', () => {
     }
     const ready = await api.req('GET', '/readyz');
     expect(ready.status).toBe(503);
-    expect(ready.body).toEqual({ status: 'not_ready', checks: { database: 'unavailable', redis: 'ok' } });
+    expect(ready.body).toEqual({ status: 'not_ready', checks: { database: 'unavailable', redis: 'ok', storage: 'ok' } });
 
     relay.restore();
     await waitFor(async () => (await api.req('GET', '/api/tasks', { headers: withKey(fresh) })).status === 200, {

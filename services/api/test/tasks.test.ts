@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { finishTask, TaskStatus } from '@taskapi/domain';
+import { inputKey } from '@taskapi/file-store';
 import { newId } from '@taskapi/ids';
 import { TASK_QUEUES } from '@taskapi/queue';
 import type { TestResponse } from '@taskapi/testing';
@@ -89,7 +90,7 @@ describe('tasks API', () => {
       });
     });
 
-    it('accepts image_base64 (PNG, JPEG, data: URL) and stores the bytes with the task, not in the job', async () => {
+    it('accepts image_base64 (PNG, JPEG, data: URL) and stores the bytes in the file store, not in PostgreSQL or the job', async () => {
       for (const [file, type] of [
         ['astronaut.png', 'image/png'],
         ['rocket.jpg', 'image/jpeg'],
@@ -100,8 +101,9 @@ describe('tasks API', () => {
           expect(res.status).toBe(201);
           expect(res.body.input).toEqual({ image_upload: { content_type: type, size: bytes.length } });
           const stored = await api.deps.db.prisma.taskInput.findFirstOrThrow({ where: { task: { publicId: res.body.public_id } } });
-          expect(stored.contentType).toBe(type);
-          expect(Buffer.from(stored.data).equals(bytes)).toBe(true);
+          expect({ contentType: stored.contentType, inStore: stored.inStore, data: stored.data }).toEqual({ contentType: type, inStore: true, data: null });
+          const object = await api.deps.store.get(inputKey(res.body.public_id));
+          expect(Buffer.concat(await object!.body.toArray()).equals(bytes)).toBe(true);
           const job = await api.deps.taskQueues.queues['face-detection'].getJob(res.body.public_id);
           expect(JSON.stringify(job?.data)).toBe(JSON.stringify({ public_id: res.body.public_id }));
         }
@@ -401,9 +403,7 @@ describe('tasks API', () => {
       );
 
       const task = await api.req('GET', `/api/tasks/${publicId}`, { headers: withKey(key) });
-      expect(task.body.files).toEqual([
-        { name: 'image.png', content_type: 'image/png', size: png.length, url: `${api.url}/api/tasks/${publicId}/files/image.png` },
-      ]);
+      expect(task.body.files).toEqual([{ name: 'image.png', content_type: 'image/png', size: png.length, url: expect.stringContaining(`${api.url}/api/files/${publicId}/image.png?`) }]);
       expect(task.body.result).toEqual({ width: 512 });
 
       const res = await fetch(task.body.files[0].url, { headers: withKey(key) });
@@ -421,6 +421,62 @@ describe('tasks API', () => {
       const foreign = await api.req('GET', `/api/tasks/${publicId}/files/image.png`, { headers: withKey(strangerKey) });
       expect(foreign.status).toBe(404);
       expect(foreign.body).toEqual({ message: 'Task not found.' });
+    });
+
+    it('files[].url is a signed link: no API key, browser headers, ranges; altered, expired or moved to another name → 403', async () => {
+      const created = await create('image-generation', { prompt: 'p' });
+      const publicId = created.body.public_id as string;
+      const png = fs.readFileSync(path.join(FIXTURES, 'coffee.png'));
+      fs.mkdirSync(path.join(api.config.filesDir, publicId), { recursive: true });
+      fs.writeFileSync(path.join(api.config.filesDir, publicId, 'image.png'), png);
+      await finishTask(api.deps.db.pool, publicId, null, { status: TaskStatus.completed, result: {}, files: [{ name: 'image.png', content_type: 'image/png', size: png.length }] }, newId('delivery'));
+
+      const before = Math.floor(Date.now() / 1000);
+      const url = new URL((await api.req('GET', `/api/tasks/${publicId}`, { headers: withKey(key) })).body.files[0].url);
+      expect(url.pathname).toBe(`/api/files/${publicId}/image.png`);
+      const expires = Number(url.searchParams.get('expires'));
+      // FILE_URL_TTL_SECONDS: 3600 by default.
+      expect(expires - before).toBeGreaterThanOrEqual(3599);
+      expect(expires - before).toBeLessThanOrEqual(3601);
+
+      const res = await fetch(url);
+      expect(res.status).toBe(200);
+      expect({
+        type: res.headers.get('content-type'),
+        disposition: res.headers.get('content-disposition'),
+        length: res.headers.get('content-length'),
+        ranges: res.headers.get('accept-ranges'),
+      }).toEqual({ type: 'image/png', disposition: 'inline; filename="image.png"', length: String(png.length), ranges: 'bytes' });
+      const maxAge = Number(/^private, max-age=(\d+)$/.exec(res.headers.get('cache-control') ?? '')?.[1]);
+      expect(maxAge).toBeGreaterThan(3500);
+      expect(maxAge).toBeLessThanOrEqual(expires - before);
+      expect(Buffer.from(await res.arrayBuffer()).equals(png)).toBe(true);
+
+      const part = await fetch(url, { headers: { range: 'bytes=100-199' } });
+      expect({ status: part.status, range: part.headers.get('content-range') }).toEqual({ status: 206, range: `bytes 100-199/${png.length}` });
+      expect(Buffer.from(await part.arrayBuffer()).equals(png.subarray(100, 200))).toBe(true);
+
+      const other = await create('image-generation', { prompt: 'p' });
+      const signature = url.searchParams.get('signature') as string;
+      const flipped = `${signature[0] === 'A' ? 'B' : 'A'}${signature.slice(1)}`;
+      const refused = [
+        `${url.pathname}?expires=${expires}&signature=${flipped}`,
+        `${url.pathname}?expires=${expires + 1}&signature=${signature}`,
+        `/api/files/${publicId}/video.mp4?expires=${expires}&signature=${signature}`,
+        `/api/files/${other.body.public_id}/image.png?expires=${expires}&signature=${signature}`,
+        `${url.pathname}?expires=${expires}`,
+        url.pathname,
+        new URL(api.deps.fileLinks.routeUrl(publicId, 'image.png', before - 1)).pathname + new URL(api.deps.fileLinks.routeUrl(publicId, 'image.png', before - 1)).search,
+      ];
+      for (const path of refused) {
+        const denied = await api.req('GET', path);
+        expect({ path, status: denied.status, body: denied.body }).toEqual({ path, status: 403, body: { message: 'This file link is invalid or has expired.' } });
+      }
+
+      // The API-key route keeps working, with its long cache lifetime.
+      const keyed = await fetch(`${api.url}/api/tasks/${publicId}/files/image.png`, { headers: withKey(key) });
+      expect({ status: keyed.status, cache: keyed.headers.get('cache-control') }).toEqual({ status: 200, cache: 'private, max-age=86400, immutable' });
+      await keyed.arrayBuffer();
     });
 
     it('a listed file missing on disk is a 404, not a 500', async () => {

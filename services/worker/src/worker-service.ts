@@ -12,7 +12,8 @@ import { runPeriodically, startConfiguredOpsServer } from '@taskapi/service';
 import { finishAndAnnounce } from './domain/finish-and-announce';
 import { sweepTasks } from './domain/sweep-tasks';
 import { createEngines } from './engines';
-import { createFileStore } from './infra/file-store';
+import { createFileStore, type FileStore } from '@taskapi/file-store';
+import { taskOutputs } from './infra/file-store';
 import { createWorkerMetrics } from './infra/metrics';
 import { runTaskProcessor, type RunTaskOutcome } from './processors/run-task';
 
@@ -31,24 +32,31 @@ export async function startWorkerService(
   config: Config,
   logger: Logger,
   backends: { db: Database; redis: Redis },
-  opts: { egressTls?: Pick<TlsOptions, 'ca'>; defaultMetrics?: boolean } = {},
+  opts: { egressTls?: Pick<TlsOptions, 'ca'>; defaultMetrics?: boolean; store?: FileStore } = {},
 ): Promise<WorkerService> {
   const { db, redis } = backends;
   const webhooks = createWebhookQueue(redis);
   const taskQueues = createTaskQueues(redis);
   const { engines, description } = createEngines(config, config.workerKinds);
-  const files = createFileStore(config.filesDir);
+  const store = opts.store ?? createFileStore(config);
+  const files = taskOutputs(store);
+  // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The
+  // worker still starts (readiness fails); attempts meanwhile fail with a retryable error.
+  await store.checkWritable().then(
+    () => logger.info('file store is writable', { store: store.description }),
+    (err: unknown) => logger.error('file store is not usable; readiness fails until it is', { store: store.description, error: (err as Error).message }),
+  );
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
   const shutdown = new AbortController();
   const engineRuns = new Set<Promise<unknown>>();
-  const announce = { db: db.pool, redis, webhooks, logger };
   const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics });
+  const announce = { db: db.pool, redis, webhooks, logger, metrics };
 
   const workers = config.workerKinds.map((kind) => {
     const engine = engines[kind];
     if (!engine) throw new Error(`no engine for ${kind}`);
     const processor = runTaskProcessor(
-      { ...announce, engine, files, egress, metrics, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal, engineRuns },
+      { ...announce, engine, store, files, egress, metrics, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal, engineRuns },
       kind,
     );
     const worker = new Worker<TaskJob, RunTaskOutcome>(TASK_QUEUES[kind].name, processor, {
@@ -96,7 +104,7 @@ export async function startWorkerService(
     }),
   );
 
-  const ops = await startConfiguredOpsServer(config, metrics.registry, backends);
+  const ops = await startConfiguredOpsServer(config, metrics.registry, backends, { storage: () => store.checkWritable() });
   logger.info('worker started', { kinds: config.workerKinds, concurrency: config.workerConcurrency, engines: description });
   return {
     opsPort: ops?.port,

@@ -3,7 +3,9 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '@taskapi/config';
 import { createDatabase } from '@taskapi/db';
+import { createFileStore } from '@taskapi/file-store';
 import { addCredits, createAccount, grantTrial } from '../domain/accounts';
+import { moveInputsToStore } from '../domain/move-inputs-to-store';
 import { createRepositories, type Repositories } from '../repositories';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
@@ -11,7 +13,9 @@ const USAGE = `Usage: npm run admin -- <command> [options]
 Commands:
   create-account --email E --password P [--credits N]
   add-credits    --email E --amount N
-  grant-trial    --email E --quota N (--expires-in-days D | --expires-at ISO8601)`;
+  grant-trial    --email E --quota N (--expires-in-days D | --expires-at ISO8601)
+  move-inputs-to-store   copy uploaded images still held in PostgreSQL to the file store
+                         (run once every worker runs this release) → {"moved"}`;
 
 class UsageError extends Error {}
 
@@ -43,6 +47,7 @@ const ALLOWED: Record<string, ReadonlyArray<keyof typeof OPTIONS>> = {
   'create-account': ['email', 'password', 'credits'],
   'add-credits': ['email', 'amount'],
   'grant-trial': ['email', 'quota', 'expires-in-days', 'expires-at'],
+  'move-inputs-to-store': [],
 };
 
 async function run(argv: string[]): Promise<unknown> {
@@ -63,6 +68,18 @@ async function run(argv: string[]): Promise<unknown> {
     if (!allowed.includes(name as keyof typeof OPTIONS)) throw new UsageError(`--${name} does not apply to ${command}`);
   }
   const opt = (name: keyof typeof OPTIONS) => values[name] as string | undefined;
+
+  if (command === 'move-inputs-to-store') {
+    const config = loadConfig();
+    const store = createFileStore(config);
+    await store.checkWritable();
+    const db = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'taskapi-admin' });
+    try {
+      return await moveInputsToStore(db.pool, store);
+    } finally {
+      await db.close();
+    }
+  }
 
   // Validate everything before touching the database.
   let action: (repos: Repositories, secretsKey: Buffer) => Promise<unknown>;

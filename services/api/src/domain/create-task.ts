@@ -1,15 +1,14 @@
 import { newId } from '@taskapi/ids';
 import { TaskStatus } from '@taskapi/domain';
 import { sha256Hex } from '@taskapi/crypto';
-import { ApiError } from '../errors';
+import { inputKey, StorageUnavailableError, type FileStore } from '@taskapi/file-store';
+import { ApiError, unavailable } from '../errors';
 import type { IdempotencyRepository } from '../repositories/idempotency';
 import type { CreationOutcome, NewTask, Payer, TaskRepository, TaskRow } from '../repositories/tasks';
 import type { KeyPrincipal } from './principal';
 import { Batcher } from '../infra/batcher';
 import type { TaskDraft } from './task-input';
 
-/** Batches stop growing at this many bytes of uploaded images. */
-const MAX_BATCH_UPLOAD_BYTES = 16 * 1024 * 1024;
 
 export interface IdempotencyRequest {
   key: string;
@@ -76,16 +75,15 @@ export class TaskCreator {
 
   constructor(
     repos: TaskCreatorRepositories,
+    /** Where uploaded face-detection images go (`inputs/<public_id>/image`), out of PostgreSQL. */
+    private readonly store: FileStore,
     /** Prefixes for the expired-trial 401, when a grant expires between authentication and charge. */
     private readonly activeTrialPrefixes: (accountId: string, exceptKeyId: string) => Promise<string[]>,
   ) {
     this.tasks = repos.tasks;
     this.idempotency = repos.idempotency;
-    this.batcher = new Batcher((_payer, batch) => this.flush(batch), {
-      maxItems: 100,
-      weight: (c) => c.task.upload?.data.length ?? 0,
-      maxWeight: MAX_BATCH_UPLOAD_BYTES,
-    });
+    // Uploaded images go to the file store before the batch: the batch carries no image bytes.
+    this.batcher = new Batcher((_payer, batch) => this.flush(batch), { maxItems: 100 });
   }
 
   /**
@@ -101,24 +99,36 @@ export class TaskCreator {
       payloadText: draft.payloadText,
       callbackUrl: draft.callbackUrl,
       cost,
-      upload: draft.upload,
+      upload: null,
     };
     let outcome: CreationOutcome;
     if (!idempotency) {
-      const decided = await this.batcher.submit(payerKey(principal), { principal, task });
-      if ('failure' in decided) throw decided.failure;
+      task.upload = await this.storeUpload(task.publicId, draft);
+      const decided = await this.batcher.submit(payerKey(principal), { principal, task }).catch((err: unknown) => ({ failure: err }));
+      if ('failure' in decided) {
+        await this.dropUpload(task);
+        throw decided.failure;
+      }
       outcome = decided;
     } else {
       const earlier = await this.findIdempotent(principal.accountId, idempotency);
       if (earlier) return earlier;
-      outcome = await this.tasks.createWithIdempotencyKey(payerOf(principal), task, idempotency);
+      task.upload = await this.storeUpload(task.publicId, draft);
+      outcome = await this.tasks.createWithIdempotencyKey(payerOf(principal), task, idempotency).catch(async (err: unknown) => {
+        await this.dropUpload(task);
+        throw err;
+      });
       if (!outcome.task_id) {
+        await this.dropUpload(task);
         // Either a concurrent twin won the key, or credits ran out (possibly spent by that twin).
         const twin = await this.findIdempotent(principal.accountId, idempotency);
         if (twin) return twin;
       }
     }
-    if (!outcome.task_id || !outcome.created_at) throw await this.refusal(principal, cost, outcome);
+    if (!outcome.task_id || !outcome.created_at) {
+      await this.dropUpload(task);
+      throw await this.refusal(principal, cost, outcome);
+    }
     return {
       replayed: false,
       row: {
@@ -138,6 +148,28 @@ export class TaskCreator {
         files: '[]',
       },
     };
+  }
+
+  /**
+   * Puts an uploaded image in the file store before its task row exists, so a worker never sees a
+   * task whose image is not stored yet; the row then only says `in_store`. Unreachable store: 503.
+   */
+  private async storeUpload(publicId: string, draft: TaskDraft): Promise<NewTask['upload']> {
+    if (!draft.upload) return null;
+    try {
+      await this.store.put(inputKey(publicId), draft.upload.data, draft.upload.contentType);
+    } catch (err) {
+      if (err instanceof StorageUnavailableError) throw unavailable('storage', err);
+      throw err;
+    }
+    return { contentType: draft.upload.contentType, data: null };
+  }
+
+  /** The image of a creation that was refused (credits, idempotency twin, error): nothing refers to it. */
+  private async dropUpload(task: NewTask): Promise<void> {
+    if (!task.upload) return;
+    // Best effort: an orphan left by an unreachable store is harmless (no row points at it).
+    await this.store.deleteMany([inputKey(task.publicId)]).catch(() => undefined);
   }
 
   /** One call for the batch; if it fails, each creation alone, so one bad request fails only itself. */

@@ -1,9 +1,10 @@
 import type { TaskRow } from '../repositories/tasks';
+import type { FileUrlOf } from './file-links';
 
 /** A task row as the task repository reads it: JSON columns arrive as source text. */
 export type { TaskRow };
 
-interface StoredFile {
+export interface StoredFile {
   name: string;
   content_type: string;
   size: number;
@@ -19,16 +20,22 @@ export function fileUrl(base: string, publicId: string, name: string, filesRoot 
   return `${base}${filesRoot}/${publicId}/files/${encodeURIComponent(name)}`;
 }
 
+/** File URLs that are the authenticated file route under `filesRoot` (the console's, with its session). */
+export const routeFileUrls =
+  (base: string, filesRoot = API_FILES_ROOT): FileUrlOf =>
+  (publicId, file) =>
+    fileUrl(base, publicId, file.name, filesRoot);
+
 /**
  * The public task JSON. Built as text so that `payload` (and `input`/`result`) are emitted exactly
  * as stored, never re-serialized.
  */
-export function renderTask(row: TaskRow, base: string, filesRoot = API_FILES_ROOT): string {
+export function renderTask(row: TaskRow, urlOf: FileUrlOf): string {
   const files = (JSON.parse(row.files) as StoredFile[]).map((f) => ({
     name: f.name,
     content_type: f.content_type,
     size: f.size,
-    url: fileUrl(base, row.public_id, f.name, filesRoot),
+    url: urlOf(row.public_id, f),
   }));
   return (
     `{"public_id":${JSON.stringify(row.public_id)}` +

@@ -35,6 +35,7 @@ export const ERROR_RESPONSE_NOTES: Partial<Record<ErrorCode, string>> = {
   BODY_TOO_LARGE: 'The body is over the limit for this endpoint.',
   UNSUPPORTED_ENCODING: 'An unsupported `Content-Encoding` (gzip, deflate and br are accepted) or a charset that is not UTF-8/16/32.',
   CONTENT_TYPE_NOT_JSON: 'A body was sent with a Content-Type other than `application/json`.',
+  FILE_LINK_INVALID: 'A signed file link whose `signature` does not match its task, file name and `expires`, or whose `expires` has passed.',
   INTERNAL: 'Unexpected error, logged with the request id.',
-  SERVICE_UNAVAILABLE: 'PostgreSQL or Redis is unreachable. Never an open door: key and session checks fail closed. `Retry-After: 1`.',
+  SERVICE_UNAVAILABLE: 'PostgreSQL or Redis is unreachable (or, for file downloads and uploaded images, the file store). Never an open door: key and session checks fail closed. `Retry-After: 1`.',
 };

@@ -33,6 +33,7 @@ const taskRow = z.object({
 export type TaskRow = z.output<typeof taskRow>;
 
 const TASK_BY_PUBLIC_ID = statement('task-by-public-id', `SELECT ${TASK_COLUMNS} FROM tasks WHERE public_id = $1 AND account_id = $2`, taskRow);
+const TASK_BY_PUBLIC_ID_ANY_ACCOUNT = statement('task-by-public-id-any-account', `SELECT ${TASK_COLUMNS} FROM tasks WHERE public_id = $1`, taskRow);
 const TASK_BY_ID = statement('task-by-id', `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, taskRow);
 const TASK_ID_BY_PUBLIC_ID = statement('task-cursor', 'SELECT id FROM tasks WHERE public_id = $1 AND account_id = $2', z.object({ id: z.string() }));
 
@@ -76,8 +77,11 @@ export interface NewTask {
   payloadText: string | null;
   callbackUrl: string | null;
   cost: number;
-  /** Image bytes kept in `task_inputs`, or null. */
-  upload: { contentType: string; data: Buffer } | null;
+  /**
+   * An uploaded image, or null: its bytes go to `task_inputs.data`, or `data` is null when the API
+   * already put them in the file store (`task_inputs.in_store`).
+   */
+  upload: { contentType: string; data: Buffer | null } | null;
 }
 
 export interface TaskListQuery {
@@ -94,6 +98,11 @@ export class TaskRepository {
   /** The account's task, or null (unknown, or another account's: indistinguishable on purpose). */
   get(accountId: string, publicId: string): Promise<TaskRow | null> {
     return queryFirst(this.pool, TASK_BY_PUBLIC_ID, [publicId, accountId]);
+  }
+
+  /** The task whatever its account: only for requests that prove access otherwise (a signed file link). */
+  getByPublicId(publicId: string): Promise<TaskRow | null> {
+    return queryFirst(this.pool, TASK_BY_PUBLIC_ID_ANY_ACCOUNT, [publicId]);
   }
 
   getById(id: string): Promise<TaskRow | null> {

@@ -25,6 +25,7 @@ import { readinessRoute } from './ops/readiness';
 import { cancelTaskRoute } from './tasks/cancel-task';
 import { createTaskRoute } from './tasks/create-task';
 import { getTaskRoute } from './tasks/get-task';
+import { getSignedTaskFileRoute } from './tasks/get-signed-task-file';
 import { getTaskFileRoute } from './tasks/get-task-file';
 import { listTasksRoute } from './tasks/list-tasks';
 import { listDeliveriesRoute } from './webhook-deliveries/list-deliveries';
@@ -37,6 +38,7 @@ export const ROUTES: readonly Route[] = [
   getTaskRoute,
   cancelTaskRoute,
   getTaskFileRoute,
+  getSignedTaskFileRoute,
   healthRoute,
   readinessRoute,
   metricsRoute,

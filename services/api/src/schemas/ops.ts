@@ -16,7 +16,7 @@ export type DrainingView = z.infer<typeof drainingSchema>;
 export const readinessSchema = z
   .object({
     status: z.enum(['ready', 'not_ready']),
-    checks: z.object({ database: checkState, redis: checkState }),
+    checks: z.object({ database: checkState, redis: checkState, storage: checkState }),
   })
   .meta({ id: 'Readiness' });
 

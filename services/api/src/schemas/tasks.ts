@@ -40,7 +40,12 @@ export const taskFileSchema = z
       .meta({ example: 'image.png' }),
     content_type: z.string().meta({ example: 'image/png' }),
     size: z.int().min(0).meta({ description: 'Bytes.', example: 48213 }),
-    url: z.url().meta({ description: 'Download URL (`GET /api/tasks/{publicId}/files/{name}`, same API key).' }),
+    url: z.url().meta({
+      description:
+        'Signed download link that needs no API key, valid for `FILE_URL_TTL_SECONDS` (default 3600) from this response: a presigned ' +
+        'URL of the bucket (`STORAGE_DRIVER=s3`) or `GET /api/files/{publicId}/{name}?expires=…&signature=…`. Fetch a fresh task for a ' +
+        'fresh link. `GET /api/tasks/{publicId}/files/{name}` with the API key keeps working. In the console API: the session-authenticated file route.',
+    }),
   })
   .meta({ id: 'TaskFile' });
 

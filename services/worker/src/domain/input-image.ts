@@ -1,4 +1,5 @@
 import { EgressError, type EgressClient } from '@taskapi/egress';
+import { inputKey, type FileStore } from '@taskapi/file-store';
 // The same limit as an uploaded `image_base64`.
 import { MAX_IMAGE_BYTES } from '@taskapi/task-kinds';
 import { ImageFetchError, TaskInputError, type EngineImage } from '../engines/engine';
@@ -17,8 +18,14 @@ function sniff(data: Buffer): 'image/png' | 'image/jpeg' | null {
  * as webhooks (https only, public addresses only, no redirects, TLS verified), at most 8 MiB and
  * 15 s.
  */
-export async function loadInputImage(task: ClaimedTask, egress: EgressClient, signal: AbortSignal): Promise<EngineImage> {
-  if (task.upload) return task.upload;
+export async function loadInputImage(
+  task: ClaimedTask,
+  deps: { egress: EgressClient; store: FileStore },
+  signal: AbortSignal,
+): Promise<EngineImage> {
+  const { egress } = deps;
+  if (task.upload && 'data' in task.upload) return task.upload;
+  if (task.upload) return { contentType: task.upload.contentType, data: await readStoredInput(deps.store, task.public_id, signal) };
   const url = task.params.image_url;
   if (typeof url !== 'string') throw new TaskInputError('the task has no image');
   let res;
@@ -41,4 +48,22 @@ export async function loadInputImage(task: ClaimedTask, egress: EgressClient, si
   const contentType = sniff(res.body);
   if (!contentType) throw new TaskInputError('image_url did not return a JPEG or PNG image');
   return { contentType, data: res.body };
+}
+
+/**
+ * An uploaded image from the file store (at most 8 MiB, checked at upload). An unreachable store
+ * throws `StorageUnavailableError`: the attempt is retried (see task-failure.ts), the file is not lost.
+ */
+async function readStoredInput(store: FileStore, publicId: string, signal: AbortSignal): Promise<Buffer> {
+  const object = await store.get(inputKey(publicId));
+  if (!object) throw new TaskInputError('the uploaded image is no longer stored');
+  const chunks: Buffer[] = [];
+  for await (const chunk of object.body) {
+    if (signal.aborted) {
+      object.body.destroy();
+      throw signal.reason as Error;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
 }

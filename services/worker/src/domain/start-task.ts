@@ -10,8 +10,11 @@ export interface ClaimedTask {
   params: Record<string, unknown>;
   /** How many times processing started, this run included. */
   attempts: number;
-  /** An uploaded `image_base64`, when there is one. */
-  upload: { contentType: string; data: Buffer } | null;
+  /**
+   * An uploaded `image_base64`, when there is one: its bytes from `task_inputs.data` (rows written
+   * before the file store held inputs), or `inStore` (read it from the store at `inputKey`).
+   */
+  upload: { contentType: string; data: Buffer } | { contentType: string; inStore: true } | null;
 }
 
 const CLAIM_SQL = `
@@ -22,7 +25,7 @@ WITH t AS (
   RETURNING id, public_id, account_id, kind, input, attempts
 )
 SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.input::text AS input, t.attempts,
-       i.content_type AS upload_type, i.data AS upload_data
+       i.content_type AS upload_type, i.data AS upload_data, i.in_store AS upload_in_store
   FROM t LEFT JOIN task_inputs i ON i.task_id = t.id`;
 
 /**
@@ -39,6 +42,7 @@ export async function startTask(db: Queryable, publicId: string): Promise<Claime
     attempts: number;
     upload_type: string | null;
     upload_data: Buffer | null;
+    upload_in_store: boolean | null;
   }>({ name: 'worker-start-task', text: CLAIM_SQL, values: [publicId] });
   const row = rows[0];
   if (!row) return null;
@@ -49,7 +53,13 @@ export async function startTask(db: Queryable, publicId: string): Promise<Claime
     kind: row.kind,
     params: JSON.parse(row.input) as Record<string, unknown>,
     attempts: row.attempts,
-    upload: row.upload_type && row.upload_data ? { contentType: row.upload_type, data: row.upload_data } : null,
+    upload: !row.upload_type
+      ? null
+      : row.upload_in_store
+        ? { contentType: row.upload_type, inStore: true }
+        : row.upload_data
+          ? { contentType: row.upload_type, data: row.upload_data }
+          : null,
   };
 }
 

@@ -9,12 +9,15 @@ import { finishAndAnnounce, type AnnounceDeps } from '../domain/finish-and-annou
 import { loadInputImage } from '../domain/input-image';
 import { handBackTask, startTask, taskStatus } from '../domain/start-task';
 import { decideFailure } from '../domain/task-failure';
-import type { FileStore } from '../infra/file-store';
+import type { FileStore } from '@taskapi/file-store';
+import type { TaskOutputs } from '../infra/file-store';
 import type { RunOutcome, WorkerMetrics } from '../infra/metrics';
 
 export interface RunTaskDeps extends AnnounceDeps {
   engine: Engine;
-  files: FileStore;
+  /** Where outputs go and uploaded inputs are read from. */
+  store: FileStore;
+  files: TaskOutputs;
   egress: EgressClient;
   timeoutMs: number;
   metrics: WorkerMetrics;
@@ -59,7 +62,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       // The engine is told to stop through `signal`, but a shutdown does not wait for it to obey:
       // the job goes back at once, whatever the engine is doing.
       const run = (async () => {
-        const image = kind === 'face-detection' ? await loadInputImage(task, deps.egress, signal) : undefined;
+        const image = kind === 'face-detection' ? await loadInputImage(task, { egress: deps.egress, store: deps.store }, signal) : undefined;
         return deps.engine.run({ kind, publicId, params: task.params, image }, signal);
       })();
       deps.engineRuns.add(run);
@@ -70,7 +73,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.completed, result: output.result ?? null, files });
       if (!finished) {
         // Cancelled while running: its output is not wanted. (Finished by another run: keep the files.)
-        if ((await taskStatus(deps.db, publicId)) === TaskStatus.cancelled) await deps.files.remove(publicId);
+        if ((await taskStatus(deps.db, publicId)) === TaskStatus.cancelled) await deps.files.remove(publicId, files);
         log.info('task finished elsewhere while running; result discarded');
         observe('skipped');
         return { outcome: 'skipped' };

@@ -13,6 +13,6 @@ export const getConsoleTaskFileRoute = defineRoute({
   responses: FILE_RESPONSES,
   errors: ['FILE_NOT_FOUND'],
   async handler({ params }, { deps, principal, res }) {
-    return sendTaskFile(res, deps.config.filesDir, await deps.repos.tasks.get(principal.accountId, params.publicId), params.name);
+    return sendTaskFile(res, deps.store, await deps.repos.tasks.get(principal.accountId, params.publicId), params.name);
   },
 });

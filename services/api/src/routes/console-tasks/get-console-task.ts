@@ -1,5 +1,5 @@
 import { ApiError } from '../../errors';
-import { renderTask } from '../../domain/task-view';
+import { renderTask, routeFileUrls } from '../../domain/task-view';
 import { defineRoute } from '../../http/route';
 import { taskSchema } from '../../schemas/tasks';
 import { taskParams } from '../tasks/task-params';
@@ -19,6 +19,7 @@ export const getConsoleTaskRoute = defineRoute({
   async handler({ params }, { deps, principal }) {
     const row = await deps.repos.tasks.get(principal.accountId, params.publicId);
     if (!row) throw new ApiError('TASK_NOT_FOUND');
-    return { status: 200, jsonText: renderTask(row, deps.config.publicBaseUrl, CONSOLE_TASKS_ROOT) };
+    // The console's file links use its own session-authenticated route.
+    return { status: 200, jsonText: renderTask(row, routeFileUrls(deps.config.publicBaseUrl, CONSOLE_TASKS_ROOT)) };
   },
 });

@@ -10,19 +10,19 @@ export const readinessRoute = defineRoute({
   tag: 'Operations',
   summary: 'Readiness',
   description:
-    'Whether PostgreSQL and Redis answer (each within 2 seconds). After SIGTERM the API answers 503 `draining` at once, while it still serves requests for `SHUTDOWN_DRAIN_MS`.',
+    'Whether PostgreSQL and Redis answer and the file store accepts a write (each within 2 seconds). After SIGTERM the API answers 503 `draining` at once, while it still serves requests for `SHUTDOWN_DRAIN_MS`.',
   auth: 'none',
   responses: {
     200: {
-      description: 'Ready: both dependencies answered.',
+      description: 'Ready: every dependency answered.',
       schema: readinessSchema,
-      examples: { ready: { value: { status: 'ready', checks: { database: 'ok', redis: 'ok' } } } },
+      examples: { ready: { value: { status: 'ready', checks: { database: 'ok', redis: 'ok', storage: 'ok' } } } },
     },
     503: {
       description: 'Not ready: a dependency did not answer, or the process is shutting down.',
       schema: z.union([readinessSchema, drainingSchema]),
       examples: {
-        not_ready: { value: { status: 'not_ready', checks: { database: 'ok', redis: 'unavailable' } } },
+        not_ready: { value: { status: 'not_ready', checks: { database: 'ok', redis: 'ok', storage: 'unavailable' } } },
         draining: { value: { status: 'draining' } },
       },
     },
@@ -30,7 +30,11 @@ export const readinessRoute = defineRoute({
   async handler(_input, { deps }) {
     // Shutting down: load balancers take this replica out while it still serves what they send.
     if (deps.lifecycle.draining) return { status: 503, json: { status: 'draining' } };
-    const { ready, body } = await checkReadiness({ database: () => deps.repos.ping(), redis: () => deps.redis.ping() });
+    const { ready, body } = await checkReadiness({
+      database: () => deps.repos.ping(),
+      redis: () => deps.redis.ping(),
+      storage: () => deps.store.checkWritable(),
+    });
     return { status: ready ? 200 : 503, json: body };
   },
 });

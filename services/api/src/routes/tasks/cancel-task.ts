@@ -1,4 +1,4 @@
-import type { TaskKind } from '@taskapi/domain';
+import { e2eSeconds, type TaskKind } from '@taskapi/domain';
 import { taskJobId } from '@taskapi/queue';
 import { cancelTask } from '../../domain/cancel-task';
 import { renderTask } from '../../domain/task-view';
@@ -23,8 +23,9 @@ export const cancelTaskRoute = defineRoute({
   async handler({ params }, { deps, principal }) {
     const row = await cancelTask({ tasks: deps.repos.tasks, redis: deps.redis }, principal.accountId, params.publicId);
     deps.taskReader.remember(principal.accountId, row);
+    if (row.finished_at) deps.metrics.taskE2e.observe({ kind: row.kind, status: 'cancelled' }, e2eSeconds(row.created_at, row.finished_at));
     // Best effort: a waiting job is dropped now; one already running sees status 40 and stops.
     await deps.taskQueues.queues[row.kind as TaskKind].remove(taskJobId(params.publicId)).catch(() => undefined);
-    return { status: 200, jsonText: renderTask(row, deps.config.publicBaseUrl) };
+    return { status: 200, jsonText: renderTask(row, await deps.fileLinks.forRows([row])) };
   },
 });

@@ -117,7 +117,7 @@ export function createTaskRoute(kind: TaskKind) {
           logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
         }
       }
-      return { status: 201, jsonText: renderTask(row, config.publicBaseUrl), headers: out };
+      return { status: 201, jsonText: renderTask(row, await deps.fileLinks.forRows([row])), headers: out };
     },
   });
 }

@@ -15,6 +15,6 @@ export const getTaskFileRoute = defineRoute({
   responses: FILE_RESPONSES,
   errors: ['FILE_NOT_FOUND'],
   async handler({ params }, { deps, principal, prefetched, res }) {
-    return sendTaskFile(res, deps.config.filesDir, await deps.taskReader.read(principal, params.publicId, prefetched), params.name);
+    return sendTaskFile(res, deps.store, await deps.taskReader.read(principal, params.publicId, prefetched), params.name);
   },
 });

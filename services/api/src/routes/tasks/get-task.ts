@@ -18,6 +18,6 @@ export const getTaskRoute = defineRoute({
   async handler({ params }, { deps, principal, prefetched }) {
     const row = await deps.taskReader.read(principal, params.publicId, prefetched);
     if (!row) throw new ApiError('TASK_NOT_FOUND');
-    return { status: 200, jsonText: renderTask(row, deps.config.publicBaseUrl) };
+    return { status: 200, jsonText: renderTask(row, await deps.fileLinks.forRows([row])) };
   },
 });

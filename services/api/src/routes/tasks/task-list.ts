@@ -4,7 +4,7 @@ import { TASK_KINDS, TASK_STATUSES } from '@taskapi/domain';
 import { isId } from '@taskapi/ids';
 import type { ApiDeps } from '../../deps';
 import { listTasks } from '../../domain/task-queries';
-import { renderTask } from '../../domain/task-view';
+import { renderTask, routeFileUrls } from '../../domain/task-view';
 
 const ONE_TO_HUNDRED = 'must be an integer from 1 to 100';
 
@@ -47,9 +47,12 @@ export const TASK_LIST_INVALID_EXAMPLES = [
   ['An unknown query parameter', 'page', 'is not a known field'],
 ] as const;
 
-/** One page of the account's tasks as `{"data":[task...],"next_cursor"}`; file URLs under `filesRoot`. */
+/**
+ * One page of the account's tasks as `{"data":[task...],"next_cursor"}`; file URLs signed
+ * (`files[].url` of the task API), or under the console's `filesRoot` when given.
+ */
 export async function renderTaskList(deps: ApiDeps, accountId: string, q: z.output<typeof listTasksQuerySchema>, filesRoot?: string): Promise<string> {
-  const base = deps.config.publicBaseUrl;
   const { rows, nextCursor } = await listTasks(deps.repos.tasks, accountId, { statuses: q.status, kind: q.kind, limit: q.limit ?? 20, cursor: q.cursor });
-  return `{"data":[${rows.map((r) => renderTask(r, base, filesRoot)).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`;
+  const urlOf = filesRoot ? routeFileUrls(deps.config.publicBaseUrl, filesRoot) : await deps.fileLinks.forRows(rows);
+  return `{"data":[${rows.map((r) => renderTask(r, urlOf)).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`;
 }
