@@ -185,6 +185,7 @@ describe('the migrated database matches prisma/schema.prisma', () => {
     );
     expect(Object.fromEntries(preds.map((p) => [p.name, p.predicate]))).toEqual({
       api_keys_one_active_key_per_grant: '(revoked_at IS NULL)',
+      tasks_retention_idx: '((status = ANY (ARRAY[20, 30, 40])) AND (files_expired_at IS NULL))',
       tasks_unfinished_idx: '(status = ANY (ARRAY[0, 10]))',
       webhook_deliveries_pending_idx: "(state = 'pending'::webhook_delivery_state)",
     });

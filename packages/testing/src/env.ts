@@ -23,6 +23,9 @@ export function testEnv(overrides: Record<string, string> = {}): NodeJS.ProcessE
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     // Many tests log in from 127.0.0.1; the throttling test sets its own limits.
     LOGIN_MAX_ATTEMPTS_PER_IP: '100000',
+    // Workers of other tests must not expire (with their own file store) the old tasks that the
+    // retention test prepares; that test runs the job with its own RETENTION_DAYS.
+    RETENTION_DAYS: '36500',
     ...TEST_SECRETS,
     ...overrides,
   };

@@ -55,6 +55,7 @@ export const API_ERRORS = {
   TASK_NOT_FOUND: fixed(404, 'Task not found.'),
   TASK_ALREADY_FINISHED: fixed(409, 'Task is already finished.'),
   FILE_NOT_FOUND: fixed(404, 'File not found.'),
+  FILES_EXPIRED: fixed(410, 'The files of this task have expired.'),
   FILE_LINK_INVALID: fixed(403, 'This file link is invalid or has expired.'),
   INSUFFICIENT_CREDITS: fixed(402, 'Insufficient credits.'),
   IDEMPOTENCY_KEY_REUSED: fixed(409, 'This Idempotency-Key was already used with a different request.'),

@@ -23,6 +23,7 @@ const TASK_FIELDS = [
   'finished_at',
   'result',
   'files',
+  'files_expired_at',
 ].sort();
 
 describe('tasks API', () => {
@@ -62,6 +63,7 @@ describe('tasks API', () => {
         finished_at: null,
         result: null,
         files: [],
+        files_expired_at: null,
       });
       expect(res.body.public_id).toMatch(/^task_[A-Za-z0-9]{22}$/);
       expect(new Date(res.body.created_at).toISOString()).toBe(res.body.created_at);

@@ -146,6 +146,7 @@ export class TaskCreator {
         finished_at: null,
         result: null,
         files: '[]',
+        files_expired_at: null,
       },
     };
   }
@@ -193,7 +194,7 @@ export class TaskCreator {
     // The replay is the first response again: the task as it was created.
     return {
       replayed: true,
-      row: { ...task, status: TaskStatus.queued, error_code: null, started_at: null, finished_at: null, result: null, files: '[]' },
+      row: { ...task, status: TaskStatus.queued, error_code: null, started_at: null, finished_at: null, result: null, files: '[]', files_expired_at: null },
     };
   }
 

@@ -3,6 +3,12 @@ import type { Logger } from '@taskapi/logger';
 import { BoundedMap } from '../infra/bounded-map';
 import type { TaskRepository, TaskRow } from '../repositories/tasks';
 
+/**
+ * A terminal row changes once more, without a status marker: the retention job empties its files
+ * (`files_expired_at`). Serving it from memory for at most this long bounds how stale that can be.
+ */
+const TERMINAL_MAX_AGE_MS = 600_000;
+
 interface Entry {
   accountId: string;
   row: TaskRow;
@@ -20,9 +26,9 @@ export interface TaskReadCacheOptions {
 
 /**
  * In-process cache of task rows for `GET /api/tasks/{id}` (clients poll it). A row is served from
- * memory when it is terminal (it never changes again) or when the task's status marker in Redis,
- * fetched in the same round trip as the rate limit, still equals the cached status. Anything else
- * reads PostgreSQL. Writers record the marker after commit and before anyone is told of the
+ * memory when it is terminal (for `TERMINAL_MAX_AGE_MS`: only retention changes it then) or when
+ * the task's status marker in Redis, fetched in the same round trip as the rate limit, still equals
+ * the cached status. Anything else reads PostgreSQL. Writers record the marker after commit and before anyone is told of the
  * change, so every reader — on any replica — sees a change once its writer has reported it.
  */
 export class TaskReadCache {
@@ -47,7 +53,7 @@ export class TaskReadCache {
     const now = Date.now();
     const cached = this.entries.get(publicId);
     if (cached && cached.accountId === accountId) {
-      if (isTerminalStatus(cached.row.status)) return cached.row;
+      if (isTerminalStatus(cached.row.status) && now - cached.storedAt < TERMINAL_MAX_AGE_MS) return cached.row;
       if (markerStatus === cached.row.status && now - cached.storedAt < this.maxAgeMs) return cached.row;
     }
     const row = await this.tasks.get(accountId, publicId);

@@ -50,7 +50,8 @@ export function renderTask(row: TaskRow, urlOf: FileUrlOf): string {
     `,"started_at":${iso(row.started_at)}` +
     `,"finished_at":${iso(row.finished_at)}` +
     `,"result":${row.result ?? 'null'}` +
-    `,"files":${JSON.stringify(files)}}`
+    `,"files":${JSON.stringify(files)}` +
+    `,"files_expired_at":${iso(row.files_expired_at)}}`
   );
 }
 

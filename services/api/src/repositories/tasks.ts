@@ -7,7 +7,7 @@ import { IdempotencyRepository } from './idempotency';
 import { queryFirst, queryRows, statement, transaction, type SqlExecutor } from './sql';
 
 const TASK_COLUMNS = `id, public_id, kind, status, error_code, input::text AS input, payload::text AS payload,
-  callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files`;
+  callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files, files_expired_at`;
 
 const taskRow = z.object({
   /** Internal id (int8, so a string): ordering and foreign keys, never shown to customers. */
@@ -27,6 +27,8 @@ const taskRow = z.object({
   result: z.string().nullable(),
   /** `[{name, content_type, size}]` as JSON text. */
   files: z.string(),
+  /** When the retention job deleted the task's files (`files` is then `[]`); null until then. */
+  files_expired_at: z.date().nullable(),
 });
 
 /** A task as the repository reads it (`TASK_COLUMNS`). */

@@ -94,7 +94,11 @@ export const taskSchema = z
           '`{"width","height","duration_seconds","frames","fps","format"}` with file `video.mp4` (H.264) or, on a worker ' +
           'without ffmpeg, `video.gif` (an animated GIF). With the `http` engine, whatever the inference server returns.',
       }),
-    files: z.array(taskFileSchema).meta({ description: 'Files produced (e.g. the PNG or the video); empty until completed.' }),
+    files: z.array(taskFileSchema).meta({ description: 'Files produced (e.g. the PNG or the video); empty until completed, and again once they expired.' }),
+    files_expired_at: nullableTimestamp(
+      'When the stored files (outputs and uploaded input) were deleted, `RETENTION_DAYS` after `finished_at`; `null` until then. ' +
+        'From then on `files` is empty and the file routes answer 410.',
+    ),
   })
   .meta({ id: 'Task' });
 

@@ -10,6 +10,8 @@ export interface WorkerMetrics {
   observeRun(kind: TaskKind, outcome: RunOutcome, seconds: number): void;
   /** `taskapi_task_e2e_seconds`: a task this worker moved to completed or failed. */
   observeE2e(kind: string, status: string, seconds: number): void;
+  /** A retention batch: tasks whose files expired, and the stored objects deleted for them. */
+  countExpired(tasks: number, files: number): void;
 }
 
 export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): WorkerMetrics {
@@ -29,6 +31,16 @@ export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): Wo
     registers: [registry],
   });
   const e2e = new Histogram({ ...TASK_E2E_METRIC, labelNames: [...TASK_E2E_METRIC.labelNames], registers: [registry] });
+  const expiredTasks = new Counter({
+    name: 'taskapi_retention_expired_tasks_total',
+    help: 'Terminal tasks whose stored files the retention job deleted (RETENTION_DAYS after they finished)',
+    registers: [registry],
+  });
+  const deletedFiles = new Counter({
+    name: 'taskapi_retention_deleted_files_total',
+    help: 'Stored objects (outputs and uploaded inputs) the retention job deleted',
+    registers: [registry],
+  });
   return {
     registry,
     observeRun(kind, outcome, seconds) {
@@ -37,6 +49,10 @@ export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): Wo
     },
     observeE2e(kind, status, seconds) {
       e2e.observe({ kind, status }, seconds);
+    },
+    countExpired(tasks, files) {
+      expiredTasks.inc(tasks);
+      deletedFiles.inc(files);
     },
   };
 }

@@ -70,7 +70,9 @@ async function render() {
   document.getElementById('task-input').textContent = json(task.input);
   document.getElementById('task-payload').textContent = json(task.payload);
   document.getElementById('task-result').textContent = json(task.result);
-  fill('task-files', task.files.length ? el('div', { class: 'previews' }, task.files.map(preview)) : el('p', { class: 'muted', text: 'No files.' }));
+  // Retention (RETENTION_DAYS) deleted them: say so rather than "No files.".
+  const noFiles = task.files_expired_at ? el('p', { class: 'muted' }, ['Files expired: deleted ', time(task.files_expired_at), '.']) : el('p', { class: 'muted', text: 'No files.' });
+  fill('task-files', task.files.length ? el('div', { class: 'previews' }, task.files.map(preview)) : noFiles);
   await showDeliveries('task-deliveries', { publicId, empty: noDeliveries(task) });
 }
 

@@ -11,7 +11,7 @@ export const getConsoleTaskFileRoute = defineRoute({
   auth: 'session',
   params: taskFileParams,
   responses: FILE_RESPONSES,
-  errors: ['FILE_NOT_FOUND'],
+  errors: ['FILE_NOT_FOUND', 'FILES_EXPIRED'],
   async handler({ params }, { deps, principal, res }) {
     return sendTaskFile(res, deps.store, await deps.repos.tasks.get(principal.accountId, params.publicId), params.name);
   },

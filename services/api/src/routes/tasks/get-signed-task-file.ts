@@ -35,7 +35,7 @@ export const getSignedTaskFileRoute = defineRoute({
   params: taskFileParams,
   query: signedLinkQuery,
   responses: FILE_RESPONSES,
-  errors: ['FILE_LINK_INVALID', 'TASK_NOT_FOUND', 'FILE_NOT_FOUND', 'SERVICE_UNAVAILABLE'],
+  errors: ['FILE_LINK_INVALID', 'TASK_NOT_FOUND', 'FILE_NOT_FOUND', 'FILES_EXPIRED', 'SERVICE_UNAVAILABLE'],
   async handler({ params, query }, { deps, res }) {
     const remaining = deps.fileLinks.verify(params.publicId, params.name, query.expires, query.signature);
     if (remaining === null) throw new ApiError('FILE_LINK_INVALID');

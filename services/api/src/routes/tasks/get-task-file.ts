@@ -1,3 +1,4 @@
+import { ApiError } from '../../errors';
 import { defineRoute } from '../../http/route';
 import { taskFileParams } from './task-params';
 import { FILE_RESPONSES, sendTaskFile } from './task-file';
@@ -13,8 +14,18 @@ export const getTaskFileRoute = defineRoute({
   auth: 'apiKey',
   params: taskFileParams,
   responses: FILE_RESPONSES,
-  errors: ['FILE_NOT_FOUND'],
+  errors: ['FILE_NOT_FOUND', 'FILES_EXPIRED'],
   async handler({ params }, { deps, principal, prefetched, res }) {
-    return sendTaskFile(res, deps.store, await deps.taskReader.read(principal, params.publicId, prefetched), params.name);
+    const row = await deps.taskReader.read(principal, params.publicId, prefetched);
+    try {
+      return await sendTaskFile(res, deps.store, row, params.name);
+    } catch (err) {
+      // A cached row can predate the retention job: a file gone from the store is 410 when a fresh read says the files expired.
+      if (!(err instanceof ApiError && err.code === 'FILE_NOT_FOUND') || !row) throw err;
+      const fresh = await deps.repos.tasks.get(principal.accountId, params.publicId);
+      if (!fresh?.files_expired_at) throw err;
+      deps.taskReader.remember(principal.accountId, fresh);
+      throw new ApiError('FILES_EXPIRED');
+    }
   },
 });

@@ -29,7 +29,7 @@ const secondsOf = (date: Date) => Math.floor(date.getTime() / 1000);
 
 /**
  * Streams the file `name` of `row` from the file store (404 `Task not found.` / `File not found.`,
- * 503 when the store is unreachable). Files never change once written, so the ETag is derived from
+ * 410 once retention deleted the task's files, 503 when the store is unreachable). Files never change once written, so the ETag is derived from
  * what identifies them; supports a single `Range` (206/416), `If-Range` and conditional requests.
  */
 export async function sendTaskFile(
@@ -41,6 +41,8 @@ export async function sendTaskFile(
   cacheControl = 'private, max-age=86400, immutable',
 ): Promise<{ sent: true }> {
   if (!row) throw new ApiError('TASK_NOT_FOUND');
+  // Retention deleted them (DESIGN §11): gone for good, whichever name is asked for.
+  if (row.files_expired_at) throw new ApiError('FILES_EXPIRED');
   const file = FILE_NAME_SCHEMA.safeParse(name).success ? taskFiles(row).find((f) => f.name === name) : undefined;
   if (!file) throw new ApiError('FILE_NOT_FOUND');
   const req = res.req;
