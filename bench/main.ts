@@ -7,7 +7,8 @@
 //   4. the whole pipeline: image tasks created over HTTP, run by one worker process, announced by
 //      one dispatcher process to a local HTTPS receiver (tasks/s and creation→webhook latency);
 //   5. the runtime: start-to-ready of each service built vs. through tsx, the API's resident
-//      memory idle and after all the load, and a worker's SIGTERM-to-exit time mid-video.
+//      memory idle and after all the load, and a worker's SIGTERM-to-exit time mid-video;
+//   6. with BENCH_REDIS_CLUSTER=1, runs 2 and 4 again on a local 3-master Redis Cluster.
 // Services run as `npm run start:*` runs them: node on the built files (built first).
 // Figures are printed, never asserted.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -16,7 +17,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { loadConfig } from '@taskapi/config';
 import { createDatabase } from '@taskapi/db';
-import { claimRedisDb, freePort, recreateDatabase, startHttpsReceiver, testCa, testEnv } from '@taskapi/testing';
+import { claimRedisDb, freePort, recreateDatabase, startHttpsReceiver, startRedisCluster, testCa, testEnv } from '@taskapi/testing';
 import { createAccount } from '../services/api/src/domain/accounts';
 import { createKey } from '../services/api/src/domain/api-keys';
 import { createRepositories } from '../services/api/src/repositories';
@@ -131,6 +132,39 @@ async function pipeline(base: string, key: string, env: NodeJS.ProcessEnv): Prom
   }
 }
 
+type PipelineFigures = Awaited<ReturnType<typeof pipeline>>;
+
+/**
+ * The authenticated read and the pipeline again with every service on a local 3-master Redis
+ * Cluster (REDIS_CLUSTER_NODES), next to the single-node figures. Same machine, so this shows the
+ * client-side cost of the cluster (slot routing, more connections), not the scaling of Redis.
+ */
+async function clusterFigures(env: NodeJS.ProcessEnv, key: string, readPath: string, single: { read: Result; pipeline: PipelineFigures }): Promise<void> {
+  const cluster = await startRedisCluster();
+  const port = await freePort();
+  const clusterEnv = { ...env, REDIS_CLUSTER_NODES: cluster.nodes, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` };
+  const [apiCommand, apiArgs] = serviceCommand('api', 'built');
+  const api = spawn(apiCommand, apiArgs, { cwd: ROOT, env: { ...process.env, ...clusterEnv }, stdio: 'inherit' });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilReady(`${base}/readyz`);
+    const headers = { 'x-api-key': key };
+    await load('warm-up', { url: `${base}${readPath}`, headers }, 2);
+    const read = await load('GET /api/tasks/{id} on the cluster', { url: `${base}${readPath}`, headers });
+    const p = await pipeline(base, key, clusterEnv);
+    console.log('\nRedis Cluster (3 local masters) vs. single node:');
+    const widths = [34, 14, 14];
+    console.log(row(['figure', 'single node', 'cluster'], widths));
+    console.log(row(['GET /api/tasks/{id} req/s', single.read.rps.toFixed(0), read.rps.toFixed(0)], widths));
+    console.log(row(['GET /api/tasks/{id} p99 ms', single.read.p99.toFixed(1), read.p99.toFixed(1)], widths));
+    console.log(row(['pipeline tasks/s', (PIPELINE_TASKS / single.pipeline.seconds).toFixed(0), (PIPELINE_TASKS / p.seconds).toFixed(0)], widths));
+    console.log(row(['pipeline latency p99 ms', single.pipeline.p99.toFixed(0), p.p99.toFixed(0)], widths));
+  } finally {
+    await stop(api);
+    await cluster.stop();
+  }
+}
+
 function row(cells: string[], widths: number[]): string {
   return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
 }
@@ -211,6 +245,7 @@ async function main(): Promise<void> {
         `created → completed → webhook received in ${p.seconds.toFixed(1)} s = ${(PIPELINE_TASKS / p.seconds).toFixed(0)} tasks/s; ` +
         `creation → webhook latency p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms.`,
     );
+    if (process.env.BENCH_REDIS_CLUSTER === '1') await clusterFigures(env, key, `/api/tasks/${publicId}`, { read, pipeline: p });
 
     const loadedRss = rssMb(api.pid!);
     const servicesEnv = { ...process.env, ...env, LOG_LEVEL: 'info', SWEEPER_INTERVAL_MS: '3600000', SHUTDOWN_DRAIN_MS: '0', PORT: String(await freePort()) };

@@ -22,6 +22,20 @@ const settings = {
   ),
   redisUrl: variable('REDIS_URL', z.string().regex(/^rediss?:\/\//, named('must be a redis:// or rediss:// URL')).default('redis://127.0.0.1:6379')),
   port: variable('PORT', portNumber().default(3000)),
+  /**
+   * `host:port,...` of Redis Cluster nodes (a few suffice; the rest are discovered): every Redis use
+   * goes to the cluster, with `REDIS_URL`'s user, password and `rediss://` (TLS) applied to each node.
+   */
+  redisClusterNodes: variable(
+    'REDIS_CLUSTER_NODES',
+    commaList((s) => {
+      const m = /^([^\s:/]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(s);
+      const port = Number(m?.[2]);
+      return m && port >= 1 && port <= 65535 ? { host: m[1]!.replace(/^\[|\]$/g, ''), port } : undefined;
+    })
+      .transform((nodes) => Object.freeze(nodes))
+      .optional(),
+  ),
   host: variable('HOST', z.string().min(1).optional()),
   /** Worker and dispatcher: port of /healthz, /readyz and /metrics (on `host`); unset = not served. */
   opsPort: variable('OPS_PORT', portNumber().optional()),
@@ -69,6 +83,8 @@ const settings = {
   },
   /** Lifetime of a signed `files[].url` (7 days at most: the longest an S3 presigned URL may live). */
   fileUrlTtlSeconds: variable('FILE_URL_TTL_SECONDS', wholeNumber(604_800).default(3600)),
+  /** Days after which a terminal task's stored inputs and outputs are deleted (the worker's retention job). */
+  retentionDays: variable('RETENTION_DAYS', wholeNumber(36_500).default(30)),
   logLevel: variable('LOG_LEVEL', z.enum(['error', 'warn', 'info', 'http', 'debug', 'silent']).default('info')),
   workerKinds: variable(
     'WORKER_KINDS',

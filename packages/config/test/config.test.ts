@@ -140,6 +140,26 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...SECRETS, FILE_URL_TTL_SECONDS: '604801' })).toThrow(/FILE_URL_TTL_SECONDS must be at most 604800/);
   });
 
+  it('retention: files are kept 30 days by default; at least one day', () => {
+    expect(loadConfig({ ...SECRETS }).retentionDays).toBe(30);
+    expect(loadConfig({ ...SECRETS, RETENTION_DAYS: '7' }).retentionDays).toBe(7);
+    expect(() => loadConfig({ ...SECRETS, RETENTION_DAYS: '0' })).toThrow(/RETENTION_DAYS must be at least 1/);
+    expect(() => loadConfig({ ...SECRETS, RETENTION_DAYS: '1.5' })).toThrow(/RETENTION_DAYS must be a whole number/);
+  });
+
+  it('REDIS_CLUSTER_NODES: unset (REDIS_URL alone) by default; host:port nodes when set', () => {
+    expect(loadConfig({ ...SECRETS }).redisClusterNodes).toBeUndefined();
+    expect(loadConfig({ ...SECRETS, REDIS_CLUSTER_NODES: '' }).redisClusterNodes).toBeUndefined();
+    expect(loadConfig({ ...SECRETS, REDIS_CLUSTER_NODES: 'redis-0.redis:6379, 10.0.0.7:7000,[::1]:7001' }).redisClusterNodes).toEqual([
+      { host: 'redis-0.redis', port: 6379 },
+      { host: '10.0.0.7', port: 7000 },
+      { host: '::1', port: 7001 },
+    ]);
+    for (const bad of ['redis-0', 'redis://a:6379', 'a:0', 'a:70000', 'a:6379,b']) {
+      expect(() => loadConfig({ ...SECRETS, REDIS_CLUSTER_NODES: bad })).toThrow(/REDIS_CLUSTER_NODES/);
+    }
+  });
+
   describe('Bull Board login', () => {
     const tmpFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'secrets.json');
 

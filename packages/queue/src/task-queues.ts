@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { perTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import { TASK_QUEUES, taskJobId, type TaskJob } from './catalog';
 
@@ -10,7 +10,7 @@ export interface TaskQueues {
 }
 
 /** Producer-side queues of every task kind, sharing one Redis connection. */
-export function createTaskQueues(connection: Redis): TaskQueues {
+export function createTaskQueues(connection: Redis | Cluster): TaskQueues {
   const queues = perTaskKind((_definition, kind) => {
     const def = TASK_QUEUES[kind];
     return withConnectionErrorsLoggedElsewhere(new Queue<TaskJob>(def.name, { connection, defaultJobOptions: def.defaultJobOptions }));

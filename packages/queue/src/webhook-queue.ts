@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { WEBHOOK_QUEUE, deliveryJobId, type WebhookJob } from './catalog';
 import { withConnectionErrorsLoggedElsewhere } from './task-queues';
 
@@ -13,7 +13,7 @@ export interface WebhookQueue {
 }
 
 /** Producer side of the webhook queue. */
-export function createWebhookQueue(connection: Redis): WebhookQueue {
+export function createWebhookQueue(connection: Redis | Cluster): WebhookQueue {
   const queue = withConnectionErrorsLoggedElsewhere(
     new Queue<WebhookJob>(WEBHOOK_QUEUE.name, { connection, defaultJobOptions: WEBHOOK_QUEUE.defaultJobOptions }),
   );

@@ -1,11 +1,11 @@
-import { Redis } from 'ioredis';
 import type { Config } from '@taskapi/config';
 import { createDatabase, type Database } from '@taskapi/db';
 import type { Logger } from '@taskapi/logger';
+import { createRedisClient, type RedisClient } from './redis-client';
 
 export interface Backends {
   db: Database;
-  redis: Redis;
+  redis: RedisClient;
   close(): Promise<void>;
 }
 
@@ -15,7 +15,7 @@ export interface Backends {
  */
 export async function connectBackends(config: Config, logger: Logger, name: string, poolSize: number): Promise<Backends> {
   const db = createDatabase({ url: config.databaseUrl, poolSize, applicationName: name });
-  const redis = new Redis(config.redisUrl, { connectionName: name, maxRetriesPerRequest: null });
+  const redis = createRedisClient(config, { connectionName: name, maxRetriesPerRequest: null });
   redis.on('error', (err: Error) => logger.warn('redis connection error', { error: err.message }));
   await db.pool.query('SELECT 1');
   await redis.ping();

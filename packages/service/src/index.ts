@@ -2,6 +2,8 @@ import { loadConfig, type Config } from '@taskapi/config';
 import { createLogger, type Logger } from '@taskapi/logger';
 
 export { connectBackends } from './backends';
+export { createRedisClient } from './redis-client';
+export type { RedisClient, RedisTarget } from './redis-client';
 export { runPeriodically } from './periodic';
 export { startConfiguredOpsServer, startOpsServer } from './ops-server';
 export { checkReadiness } from './readiness';

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from '@taskapi/logger';
+import type { RedisClient } from './redis-client';
 
 export interface Periodic {
   stop(): Promise<void>;
@@ -14,7 +14,7 @@ export function runPeriodically(opts: {
   name: string;
   intervalMs: number;
   logger: Logger;
-  redis?: Redis;
+  redis?: RedisClient;
   lockKey?: string;
   task: () => Promise<void>;
 }): Periodic {

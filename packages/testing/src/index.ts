@@ -14,6 +14,8 @@ export { inspectVideo } from './inspect-video';
 export type { VideoFacts } from './inspect-video';
 export { commandLine, descendants, isAlive } from './processes';
 export { claimRedisDb } from './redis-db';
+export { startRedisCluster } from './redis-cluster';
+export type { LocalRedisCluster } from './redis-cluster';
 export { freePort } from './free-port';
 export { startSwift, SWIFT_CREDENTIALS, SWIFT_PACKAGES } from './swift';
 export type { SwiftServer } from './swift';

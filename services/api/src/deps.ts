@@ -1,8 +1,8 @@
-import type { Redis } from 'ioredis';
 import type { Config } from '@taskapi/config';
 import { createDatabase, type Database } from '@taskapi/db';
 import { createFileStore, type FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
+import type { RedisClient } from '@taskapi/service';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
 import type { TaskKind } from '@taskapi/domain';
 import { TaskCreator } from './domain/create-task';
@@ -32,11 +32,11 @@ export interface ApiDeps {
   /** Signs `files[].url` of the task API (FILE_URL_TTL_SECONDS) and checks signed-route links. */
   fileLinks: FileLinks;
   /** Commands: rate limits, revocation markers, sessions, login throttle. Fails fast when down. */
-  redis: Redis;
+  redis: RedisClient;
   /** Dedicated pub/sub connection for key revocations. */
-  subscriber: Redis;
+  subscriber: RedisClient;
   /** BullMQ producer connection. */
-  queueRedis: Redis;
+  queueRedis: RedisClient;
   taskQueues: TaskQueues;
   /** Webhook attempts (manual resend) and Bull Board. */
   webhooks: WebhookQueue;
@@ -70,9 +70,9 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   });
   // Auto-pipelining sends the rate-limit scripts of concurrent requests in one write: fewer
   // syscalls on both ends under load, no added latency when idle.
-  const redis = createRedis(config.redisUrl, 'taskapi-api', { enableAutoPipelining: true });
-  const subscriber = createRedis(config.redisUrl, 'taskapi-api-sub', { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
-  const queueRedis = createRedis(config.redisUrl, 'taskapi-api-queue', { commandTimeout: 5_000 });
+  const redis = createRedis(config, 'taskapi-api', { enableAutoPipelining: true });
+  const subscriber = createRedis(config, 'taskapi-api-sub', { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
+  const queueRedis = createRedis(config, 'taskapi-api-queue', { commandTimeout: 5_000 });
   for (const [name, client] of [['commands', redis], ['subscriber', subscriber], ['queue', queueRedis]] as const) {
     client.on('error', (err: Error) => logger.warn('redis connection error', { connection: name, error: err.message }));
   }

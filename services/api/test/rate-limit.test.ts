@@ -1,4 +1,4 @@
-import { type Redis } from 'ioredis';
+import type { RedisClient } from '@taskapi/service';
 import { startTcpRelay, TEST_REDIS_URL, waitFor } from '@taskapi/testing';
 import { rateLimitKeys } from '../src/domain/rate-limit';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type TestApi, type CreatedKey } from './support/harness';
@@ -6,7 +6,7 @@ import { createKey, seedAccount, seedGrant, startApi, withKey, type TestApi, typ
 type TrialKey = CreatedKey & { accountId: string };
 
 /** Shifts the minute window's stored request times into the past, as if `ms` had elapsed. */
-async function ageMinuteWindow(redis: Redis, key: TrialKey, ms: number): Promise<void> {
+async function ageMinuteWindow(redis: RedisClient, key: TrialKey, ms: number): Promise<void> {
   const [minuteKey] = rateLimitKeys(key.accountId, key.id);
   const entries = await redis.zrange(minuteKey, '0', '-1', 'WITHSCORES');
   const multi = redis.multi();

@@ -1,12 +1,11 @@
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '@taskapi/config';
 import type { Database } from '@taskapi/db';
 import { createEgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
 import { createWebhookQueue, WEBHOOK_QUEUE, type WebhookJob } from '@taskapi/queue';
-import { runPeriodically, startConfiguredOpsServer } from '@taskapi/service';
+import { runPeriodically, startConfiguredOpsServer, type RedisClient } from '@taskapi/service';
 import { sweepDeliveries } from './domain/sweep-deliveries';
 import { createDispatcherMetrics } from './infra/metrics';
 import { deliverWebhookProcessor, type DeliveryOutcome } from './processors/deliver-webhook';
@@ -24,7 +23,7 @@ export interface DispatcherService {
 export async function startDispatcherService(
   config: Config,
   logger: Logger,
-  backends: { db: Database; redis: Redis },
+  backends: { db: Database; redis: RedisClient },
   opts: { egressTls?: Pick<TlsOptions, 'ca'>; defaultMetrics?: boolean } = {},
 ): Promise<DispatcherService> {
   const { db, redis } = backends;

@@ -1,20 +1,20 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '@taskapi/config';
 import type { Database } from '@taskapi/db';
 import { TaskStatus } from '@taskapi/domain';
 import { createEgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
-import { runPeriodically, startConfiguredOpsServer } from '@taskapi/service';
+import { runPeriodically, startConfiguredOpsServer, type RedisClient } from '@taskapi/service';
 import { finishAndAnnounce } from './domain/finish-and-announce';
 import { sweepTasks } from './domain/sweep-tasks';
 import { createEngines } from './engines';
 import { createFileStore, type FileStore } from '@taskapi/file-store';
 import { taskOutputs } from './infra/file-store';
 import { createWorkerMetrics } from './infra/metrics';
+import { startRetentionJob } from './infra/retention-job';
 import { runTaskProcessor, type RunTaskOutcome } from './processors/run-task';
 
 export interface WorkerService {
@@ -31,8 +31,8 @@ export interface WorkerService {
 export async function startWorkerService(
   config: Config,
   logger: Logger,
-  backends: { db: Database; redis: Redis },
-  opts: { egressTls?: Pick<TlsOptions, 'ca'>; defaultMetrics?: boolean; store?: FileStore } = {},
+  backends: { db: Database; redis: RedisClient },
+  opts: { egressTls?: Pick<TlsOptions, 'ca'>; defaultMetrics?: boolean; store?: FileStore; retentionIntervalMs?: number } = {},
 ): Promise<WorkerService> {
   const { db, redis } = backends;
   const webhooks = createWebhookQueue(redis);
@@ -104,6 +104,9 @@ export async function startWorkerService(
     }),
   );
 
+  // Every replica tries; the sweeper lock lets one of them run it per interval.
+  const retention = startRetentionJob({ db, redis, store, logger, metrics }, config.retentionDays, opts.retentionIntervalMs);
+
   const ops = await startConfiguredOpsServer(config, metrics.registry, backends, { storage: () => store.checkWritable() });
   logger.info('worker started', { kinds: config.workerKinds, concurrency: config.workerConcurrency, engines: description });
   return {
@@ -113,7 +116,7 @@ export async function startWorkerService(
       // their jobs go back to the queue, and close() resolves when they have.
       const closing = Promise.all(workers.map((w) => w.close()));
       shutdown.abort(new Error('worker shutting down'));
-      await Promise.all([closing, ...sweepers.map((s) => s.stop()), ops?.close()]);
+      await Promise.all([closing, ...sweepers.map((s) => s.stop()), retention.stop(), ops?.close()]);
       // Aborted engines were not waited for; give them a moment to remove their temporary files.
       await Promise.race([Promise.allSettled([...engineRuns]), delay(1_000)]);
       await closeQueues([webhooks.queue, ...Object.values(taskQueues.queues)]);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@taskapi/service';
 import type { Logger } from '@taskapi/logger';
 import { decryptSecret, encryptSecret, generateApiKey, type ApiKeyType } from '@taskapi/crypto';
 import { newId } from '@taskapi/ids';
@@ -44,7 +44,7 @@ function keyContext(keyId: string): string {
 
 export interface ApiKeyDeps {
   keys: KeyRepository;
-  redis: Redis;
+  redis: RedisClient;
   secretsKey: Buffer;
   logger: Logger;
 }

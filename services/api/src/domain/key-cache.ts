@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@taskapi/service';
 import type { Logger } from '@taskapi/logger';
 import { BoundedMap } from '../infra/bounded-map';
 import { KEY_EVENTS_CHANNEL } from './key-revocation';
@@ -73,7 +73,7 @@ export class KeyCache {
   }
 
   /** Subscribes `subscriber` (a dedicated connection) to revocation messages. */
-  async listen(subscriber: Redis, logger: Logger): Promise<void> {
+  async listen(subscriber: RedisClient, logger: Logger): Promise<void> {
     subscriber.on('message', (channel: string, hash: string) => {
       if (channel === KEY_EVENTS_CHANNEL) this.evict(hash);
     });

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@taskapi/service';
 
 /** Pub/sub channel on which API replicas hear about revoked keys (message: the key's hash). */
 export const KEY_EVENTS_CHANNEL = 'taskapi:api-key-revoked';
@@ -19,12 +19,19 @@ export function revokedMarkerKey(accountId: string, keyId: string): string {
  * Call after the revocation has committed in PostgreSQL.
  */
 export async function announceRevocation(
-  redis: Redis,
+  redis: RedisClient,
   keys: ReadonlyArray<{ id: string; accountId: string; keyHash: string }>,
 ): Promise<void> {
-  if (keys.length === 0) return;
-  const multi = redis.multi();
-  for (const k of keys) multi.set(revokedMarkerKey(k.accountId, k.id), '1', 'EX', MARKER_TTL_SECONDS);
-  for (const k of keys) multi.publish(KEY_EVENTS_CHANNEL, k.keyHash);
-  await multi.exec();
+  // One MULTI per account: its markers share the account's hash tag (one cluster slot), and the
+  // messages follow the markers, so a replica that hears one already sees the marker.
+  const byAccount = new Map<string, Array<{ id: string; keyHash: string }>>();
+  for (const k of keys) byAccount.set(k.accountId, [...(byAccount.get(k.accountId) ?? []), k]);
+  await Promise.all(
+    [...byAccount].map(async ([accountId, accountKeys]) => {
+      const multi = redis.multi();
+      for (const k of accountKeys) multi.set(revokedMarkerKey(accountId, k.id), '1', 'EX', MARKER_TTL_SECONDS);
+      for (const k of accountKeys) multi.publish(KEY_EVENTS_CHANNEL, k.keyHash);
+      await multi.exec();
+    }),
+  );
 }

@@ -1,6 +1,6 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@taskapi/service';
 import { randomBase62 } from '@taskapi/crypto';
 import type { Config } from '@taskapi/config';
 import { ApiError, unavailable } from '../errors';
@@ -132,11 +132,11 @@ const TURN_POLL_MS = 50;
 type Keys = [string, string, string, string, string];
 type Outcome = 'failed' | 'succeeded' | 'abandoned';
 
-interface LoginThrottleRedis extends Redis {
+type LoginThrottleRedis = RedisClient & {
   taskapiLoginBegin(...args: [...Keys, limit: number, token: string, holdMs: number, priorityMs: number]): Promise<number[]>;
   taskapiLoginTakeTurn(...args: [...Keys, token: string, holdMs: number, failedBefore: number]): Promise<number>;
   taskapiLoginFinish(...args: [...Keys, outcome: Outcome, address: string, token: string, kept: number]): Promise<number>;
-}
+};
 
 /** One admitted login attempt: report how it ended, exactly once. */
 export interface LoginAttempt {
@@ -167,7 +167,7 @@ export class LoginThrottle {
   private readonly redis: LoginThrottleRedis;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly limits: LoginLimits,
   ) {
     if (!('taskapiLoginBegin' in redis)) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@taskapi/service';
 import { hashPassword, sha256Hex, verifyPassword } from '@taskapi/crypto';
 import { ApiError } from '../errors';
 import type { AccountLogin, AccountRepository } from '../repositories/accounts';
@@ -15,7 +15,7 @@ let dummyHash: Promise<string> | undefined;
  * Returns the account, or throws 401 / 429 / 503.
  */
 export async function checkLogin(
-  deps: { accounts: AccountRepository; redis: Redis; limits: LoginLimits },
+  deps: { accounts: AccountRepository; redis: RedisClient; limits: LoginLimits },
   email: string,
   password: string,
   ip: string,

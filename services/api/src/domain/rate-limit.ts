@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@taskapi/service';
 import { randomBase62 } from '@taskapi/crypto';
 import type { RateLimitPolicy } from '@taskapi/config';
 import { unavailable } from '../errors';
@@ -95,9 +95,9 @@ export interface WindowState {
   day: { remaining: number; reset: number };
 }
 
-interface RateLimitRedis extends Redis {
+type RateLimitRedis = RedisClient & {
   taskapiRateLimit(k1: string, k2: string, k3: string, k4: string, a1: number, a2: number, a3: string): Promise<Array<number | string>>;
-}
+};
 
 export function rateLimitKeys(accountId: string, keyId: string): [string, string] {
   return [`taskapi:rl:{${accountId}}:${keyId}:m`, `taskapi:rl:{${accountId}}:${keyId}:d`];
@@ -121,7 +121,7 @@ export class RateLimiter {
   private readonly tag = randomBase62(10);
   private seq = 0;
 
-  constructor(redis: Redis) {
+  constructor(redis: RedisClient) {
     if (!('taskapiRateLimit' in redis)) redis.defineCommand('taskapiRateLimit', { numberOfKeys: 4, lua: SCRIPT });
     this.redis = redis as RateLimitRedis;
   }

@@ -1,5 +1,5 @@
 import jwt from 'jsonwebtoken';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@taskapi/service';
 import { z } from 'zod';
 import { isId, newId } from '@taskapi/ids';
 
@@ -44,7 +44,7 @@ function revokedKey(tokenId: string): string {
 export class SessionService {
   constructor(
     private readonly secret: string,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
   ) {}
 
   issue(accountId: string): SessionToken {

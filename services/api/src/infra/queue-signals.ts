@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@taskapi/service';
 import type { TaskKind } from '@taskapi/domain';
 import type { Logger } from '@taskapi/logger';
 
@@ -32,7 +32,7 @@ return {depth, ageMs}`;
  * (Redis down or slow) is left out and logged: a scrape reports what is known and never fails.
  */
 export function queueSignalReader(
-  redis: Redis,
+  redis: RedisClient,
   queues: Readonly<Record<TaskKind, Queue>>,
   logger: Logger,
 ): () => Promise<Map<TaskKind, QueueSignal>> {

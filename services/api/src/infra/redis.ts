@@ -1,11 +1,12 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import { createRedisClient, type RedisClient, type RedisTarget } from '@taskapi/service';
 
 /**
  * A Redis client that fails fast while disconnected (no offline queue), so request paths turn an
  * outage into a 503 at once instead of hanging.
  */
-export function createRedis(url: string, name: string, extra: RedisOptions = {}): Redis {
-  return new Redis(url, {
+export function createRedis(target: RedisTarget, name: string, extra: RedisOptions = {}): RedisClient {
+  return createRedisClient(target, {
     connectionName: name,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
@@ -16,7 +17,7 @@ export function createRedis(url: string, name: string, extra: RedisOptions = {})
 }
 
 /** Resolves when the client is ready, or rejects after `timeoutMs`. */
-export function waitForRedis(redis: Redis, timeoutMs = 30_000): Promise<void> {
+export function waitForRedis(redis: RedisClient, timeoutMs = 30_000): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
