@@ -1,6 +1,7 @@
 import { randomUUID, createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 
 /**
@@ -67,6 +68,19 @@ interface AppliedRow {
 }
 
 /**
+ * Prisma's advisory lock, polled rather than waited for inside one statement: a waiting statement
+ * holds a snapshot, and a `CREATE INDEX CONCURRENTLY` in the holder's migration waits for every
+ * snapshot to end, so a blocked second migrator would deadlock it.
+ */
+async function takeMigrationLock(client: pg.Client): Promise<void> {
+  for (;;) {
+    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [PRISMA_MIGRATE_LOCK]);
+    if (rows[0]?.locked) return;
+    await delay(200);
+  }
+}
+
+/**
  * Applies pending migrations the way `prisma migrate deploy` does (same lock, same
  * `_prisma_migrations` rows and checksums), without needing Prisma's native schema engine.
  * Refuses to continue past a failed or edited migration, as Prisma does.
@@ -80,7 +94,7 @@ export async function applyMigrations(
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'taskapi-migrate' });
   await client.connect();
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK]);
+    await takeMigrationLock(client);
     await client.query(CREATE_MIGRATIONS_TABLE);
     const { rows } = await client.query<AppliedRow>(
       'SELECT migration_name, checksum, finished_at, rolled_back_at, logs FROM "_prisma_migrations" ORDER BY started_at',

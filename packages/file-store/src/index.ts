@@ -5,3 +5,4 @@ export type { FileStoreConfig } from './create-file-store';
 export { createFsStore } from './fs-store';
 export { createS3Client, createS3Store } from './s3-store';
 export type { S3StoreOptions } from './s3-store';
+export { storeReadiness } from './readiness';

@@ -6,5 +6,5 @@
 -- AlterTable
 ALTER TABLE "tasks" ADD COLUMN "files_expired_at" TIMESTAMPTZ(3);
 
--- What the job looks for, oldest first; rows leave the index once their files are gone.
-CREATE INDEX "tasks_retention_idx" ON "tasks"("finished_at") WHERE (status IN (20, 30, 40) AND files_expired_at IS NULL);
+-- The index the job reads is built CONCURRENTLY in the next migration (a file of its own, so it
+-- runs outside a transaction and never blocks writes to `tasks` while it builds).

@@ -1,6 +1,6 @@
 import type { Config } from '@taskapi/config';
 import { createDatabase, type Database } from '@taskapi/db';
-import { createFileStore, type FileStore } from '@taskapi/file-store';
+import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
 import type { RedisClient } from '@taskapi/service';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
@@ -29,6 +29,8 @@ export interface ApiDeps {
   repos: Repositories;
   /** Task files: outputs (file routes) and uploaded face-detection images (`STORAGE_DRIVER`). */
   store: FileStore;
+  /** The store's part of readiness (a write until one succeeds; see storeReadiness). */
+  storageReady: () => Promise<void>;
   /** Signs `files[].url` of the task API (FILE_URL_TTL_SECONDS) and checks signed-route links. */
   fileLinks: FileLinks;
   /** Commands: rate limits, revocation markers, sessions, login throttle. Fails fast when down. */
@@ -58,10 +60,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   const store = opts.store ?? createFileStore(config);
   // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The API
   // still starts (readiness fails, file routes and uploads answer 503) so the rest keeps serving.
-  const storeCheck = store.checkWritable().then(
-    () => logger.info('file store is writable', { store: store.description }),
-    (err: unknown) => logger.error('file store is not usable; readiness fails until it is', { store: store.description, error: (err as Error).message }),
-  );
+  const storage = storeReadiness(store, logger);
   const db = createDatabase({
     url: config.databaseUrl,
     poolSize: config.databasePoolSize,
@@ -76,7 +75,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   for (const [name, client] of [['commands', redis], ['subscriber', subscriber], ['queue', queueRedis]] as const) {
     client.on('error', (err: Error) => logger.warn('redis connection error', { connection: name, error: err.message }));
   }
-  await Promise.all([waitForRedis(redis), waitForRedis(queueRedis), storeCheck]);
+  await Promise.all([waitForRedis(redis), waitForRedis(queueRedis), storage.first]);
 
   const repos = createRepositories(db);
   const keyCache = new KeyCache();
@@ -95,6 +94,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     db,
     repos,
     store,
+    storageReady: storage.check,
     fileLinks: new FileLinks(store, config.secretsKey, config.fileUrlTtlSeconds, config.publicBaseUrl),
     redis,
     subscriber,

@@ -11,7 +11,7 @@ import { runPeriodically, startConfiguredOpsServer, type RedisClient } from '@ta
 import { finishAndAnnounce } from './domain/finish-and-announce';
 import { sweepTasks } from './domain/sweep-tasks';
 import { createEngines } from './engines';
-import { createFileStore, type FileStore } from '@taskapi/file-store';
+import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import { taskOutputs } from './infra/file-store';
 import { createWorkerMetrics } from './infra/metrics';
 import { startRetentionJob } from './infra/retention-job';
@@ -42,10 +42,8 @@ export async function startWorkerService(
   const files = taskOutputs(store);
   // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The
   // worker still starts (readiness fails); attempts meanwhile fail with a retryable error.
-  await store.checkWritable().then(
-    () => logger.info('file store is writable', { store: store.description }),
-    (err: unknown) => logger.error('file store is not usable; readiness fails until it is', { store: store.description, error: (err as Error).message }),
-  );
+  const storage = storeReadiness(store, logger);
+  await storage.first;
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
   const shutdown = new AbortController();
   const engineRuns = new Set<Promise<unknown>>();
@@ -107,7 +105,7 @@ export async function startWorkerService(
   // Every replica tries; the sweeper lock lets one of them run it per interval.
   const retention = startRetentionJob({ db, redis, store, logger, metrics }, config.retentionDays, opts.retentionIntervalMs);
 
-  const ops = await startConfiguredOpsServer(config, metrics.registry, backends, { storage: () => store.checkWritable() });
+  const ops = await startConfiguredOpsServer(config, metrics.registry, backends, { storage: storage.check });
   logger.info('worker started', { kinds: config.workerKinds, concurrency: config.workerConcurrency, engines: description });
   return {
     opsPort: ops?.port,

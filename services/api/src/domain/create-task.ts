@@ -104,20 +104,16 @@ export class TaskCreator {
     let outcome: CreationOutcome;
     if (!idempotency) {
       task.upload = await this.storeUpload(task.publicId, draft);
-      const decided = await this.batcher.submit(payerKey(principal), { principal, task }).catch((err: unknown) => ({ failure: err }));
-      if ('failure' in decided) {
-        await this.dropUpload(task);
-        throw decided.failure;
-      }
+      // On an error the creation may still have committed (a connection lost after COMMIT): the
+      // image stays. Only a definite refusal, below, deletes it.
+      const decided = await this.batcher.submit(payerKey(principal), { principal, task });
+      if ('failure' in decided) throw decided.failure;
       outcome = decided;
     } else {
       const earlier = await this.findIdempotent(principal.accountId, idempotency);
       if (earlier) return earlier;
       task.upload = await this.storeUpload(task.publicId, draft);
-      outcome = await this.tasks.createWithIdempotencyKey(payerOf(principal), task, idempotency).catch(async (err: unknown) => {
-        await this.dropUpload(task);
-        throw err;
-      });
+      outcome = await this.tasks.createWithIdempotencyKey(payerOf(principal), task, idempotency);
       if (!outcome.task_id) {
         await this.dropUpload(task);
         // Either a concurrent twin won the key, or credits ran out (possibly spent by that twin).

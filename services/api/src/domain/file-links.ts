@@ -4,6 +4,7 @@
 // to the task, the file name and the expiry.
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import { outputKey, type FileStore } from '@taskapi/file-store';
+import { unavailable } from '../errors';
 import type { StoredFile, TaskRow } from './task-view';
 import { taskFiles } from './task-view';
 
@@ -69,6 +70,10 @@ export class FileLinks {
               contentType: file.content_type,
               contentDisposition: contentDisposition(file.name),
               cacheControl: cacheControlFor(this.ttlSeconds),
+            }).catch((err: unknown) => {
+              // Presigning is local, but it needs credentials, and their provider (instance metadata,
+              // a web identity) can be unreachable: the store is unavailable, not the API broken.
+              throw unavailable('storage', err);
             })
           : this.routeUrl(row.public_id, file.name, expires);
         urls.set(`${row.public_id}/${file.name}`, url);

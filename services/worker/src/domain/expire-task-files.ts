@@ -6,6 +6,10 @@ export interface ExpireTaskFilesDeps {
   store: Pick<FileStore, 'deleteMany'>;
   /** Called after each batch, for the log line and the metrics. */
   onBatch?: (batch: ExpiredBatch) => void;
+  /** Tasks whose objects could not be deleted this run (left for the next run). */
+  onSkipped?: (publicIds: string[], error: unknown) => void;
+  /** Aborted when the worker stops: the run ends after the batch in hand (the next run goes on). */
+  signal?: AbortSignal;
 }
 
 /** What one batch did. */
@@ -17,7 +21,6 @@ export interface ExpiredBatch {
 }
 
 const BATCH = 500;
-const TERMINAL = [TaskStatus.completed, TaskStatus.failed, TaskStatus.cancelled];
 
 interface ExpiringTaskRow {
   id: string;
@@ -36,22 +39,25 @@ interface ExpiringTaskRow {
  */
 export async function expireTaskFiles(deps: ExpireTaskFilesDeps, retentionDays: number, batchSize = BATCH): Promise<ExpiredBatch> {
   const total: ExpiredBatch = { tasks: 0, files: 0 };
-  for (;;) {
-    // Marked rows leave the filter (and the partial index tasks_retention_idx), so no cursor is needed.
+  // Tasks whose objects would not delete in this run: passed over, so one object the store keeps
+  // refusing (a lock, a permission) never holds up every task behind it.
+  const skipped: string[] = [];
+  while (!deps.signal?.aborted) {
+    // Marked rows leave the filter (and the partial index tasks_retention_idx, whose predicate the
+    // status list repeats literally so the planner can use it), so no cursor is needed.
     const { rows } = await deps.db.query<ExpiringTaskRow>({
       name: 'worker-expiring-tasks',
       text: `SELECT t.id::text AS id, t.public_id, t.files, EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = t.id) AS has_input
                FROM tasks t
-              WHERE t.status = ANY($1::smallint[]) AND t.files_expired_at IS NULL
-                AND t.finished_at < now() - make_interval(days => $2::int)
-              ORDER BY t.finished_at LIMIT $3`,
-      values: [TERMINAL, retentionDays, batchSize],
+              WHERE t.status IN (${TaskStatus.completed}, ${TaskStatus.failed}, ${TaskStatus.cancelled}) AND t.files_expired_at IS NULL
+                AND t.finished_at < now() - make_interval(days => $1::int)
+                AND NOT (t.id = ANY($3::bigint[]))
+              ORDER BY t.finished_at LIMIT $2`,
+      values: [retentionDays, batchSize, skipped],
     });
     if (rows.length === 0) return total;
-    // Every upload has its object key, including rows whose bytes are still in `data` (before
-    // `move-inputs-to-store`): deleting a key that was never written is harmless.
-    const keys = rows.flatMap((row) => [...row.files.map((f) => outputKey(row.public_id, f.name)), ...(row.has_input ? [inputKey(row.public_id)] : [])]);
-    await deps.store.deleteMany(keys);
+    const deleted = await deleteObjects(deps, rows);
+    skipped.push(...rows.filter((r) => !deleted.includes(r)).map((r) => r.id));
     const marked = await deps.db.query<{ id: string }>({
       name: 'worker-mark-files-expired',
       text: `WITH marked AS (
@@ -62,7 +68,7 @@ export async function expireTaskFiles(deps: ExpireTaskFilesDeps, retentionDays: 
                DELETE FROM task_inputs WHERE task_id IN (SELECT id FROM marked)
              )
              SELECT id::text AS id FROM marked`,
-      values: [rows.map((r) => r.id)],
+      values: [deleted.map((r) => r.id)],
     });
     const markedIds = new Set(marked.rows.map((r) => r.id));
     const batch: ExpiredBatch = { tasks: markedIds.size, files: rows.filter((r) => markedIds.has(r.id)).reduce((n, r) => n + r.files.length + (r.has_input ? 1 : 0), 0) };
@@ -70,5 +76,32 @@ export async function expireTaskFiles(deps: ExpireTaskFilesDeps, retentionDays: 
     total.files += batch.files;
     deps.onBatch?.(batch);
     if (rows.length < batchSize) return total;
+  }
+  return total;
+}
+
+/** Every object key of a task: its outputs, and its upload if it has one. */
+function keysOf(row: ExpiringTaskRow): string[] {
+  // Including uploads whose bytes are still in `data` (before `move-inputs-to-store`): deleting a
+  // key that was never written is harmless.
+  return [...row.files.map((f) => outputKey(row.public_id, f.name)), ...(row.has_input ? [inputKey(row.public_id)] : [])];
+}
+
+/** Deletes the batch's objects in one request; if that fails, task by task. Returns the tasks whose objects are gone. */
+async function deleteObjects(deps: ExpireTaskFilesDeps, rows: ExpiringTaskRow[]): Promise<ExpiringTaskRow[]> {
+  try {
+    await deps.store.deleteMany(rows.flatMap(keysOf));
+    return rows;
+  } catch {
+    const done: ExpiringTaskRow[] = [];
+    for (const row of rows) {
+      try {
+        await deps.store.deleteMany(keysOf(row));
+        done.push(row);
+      } catch (err) {
+        deps.onSkipped?.([row.public_id], err);
+      }
+    }
+    return done;
   }
 }

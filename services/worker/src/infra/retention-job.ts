@@ -19,7 +19,8 @@ export function startRetentionJob(
   intervalMs = RETENTION_INTERVAL_MS,
 ): Periodic {
   const { logger, metrics } = deps;
-  return runPeriodically({
+  const stopping = new AbortController();
+  const periodic = runPeriodically({
     name: 'retention job',
     intervalMs,
     logger,
@@ -34,9 +35,20 @@ export function startRetentionJob(
             metrics.countExpired(batch.tasks, batch.files);
             logger.info('retention: deleted the stored files of expired tasks', { retention_days: retentionDays, tasks: batch.tasks, files: batch.files });
           },
+          onSkipped: (publicIds, err) =>
+            logger.warn('retention: could not delete the stored files of a task; left for the next run', { public_ids: publicIds, error: (err as Error).message }),
+          signal: stopping.signal,
         },
         retentionDays,
       );
     },
   });
+  return {
+    ...periodic,
+    // A run over a backlog ends after the batch in hand, so the worker's shutdown stays within its budget.
+    stop: () => {
+      stopping.abort();
+      return periodic.stop();
+    },
+  };
 }

@@ -10,7 +10,7 @@ export const readinessRoute = defineRoute({
   tag: 'Operations',
   summary: 'Readiness',
   description:
-    'Whether PostgreSQL and Redis answer and the file store accepts a write (each within 2 seconds). After SIGTERM the API answers 503 `draining` at once, while it still serves requests for `SHUTDOWN_DRAIN_MS`.',
+    'Whether PostgreSQL and Redis answer (each within 2 seconds) and the file store has accepted a write since the process started (checked until it first has: afterwards an outage of the store answers 503 on the file routes, not here). After SIGTERM the API answers 503 `draining` at once, while it still serves requests for `SHUTDOWN_DRAIN_MS`.',
   auth: 'none',
   responses: {
     200: {
@@ -33,7 +33,7 @@ export const readinessRoute = defineRoute({
     const { ready, body } = await checkReadiness({
       database: () => deps.repos.ping(),
       redis: () => deps.redis.ping(),
-      storage: () => deps.store.checkWritable(),
+      storage: deps.storageReady,
     });
     return { status: ready ? 200 : 503, json: body };
   },
