@@ -141,7 +141,10 @@ describe('tasks end to end', () => {
     const publicId = await create('face-detection', { image_url: receiver.url('/images/missing.png'), callback_url: receiver.url('/hooks') });
     const hook = await webhookFor(publicId);
     await expectSigned(hook);
+    // The webhook body stays the spec's fields: the message is only in the task JSON.
     expect(JSON.parse(hook.body.toString())).toEqual({ public_id: publicId, status: 30, error_code: 'image_fetch_failed', payload: null, result: null });
+    const task = await waitForTask(system.api, paidKey.plaintext, publicId);
+    expect(task).toMatchObject({ error_code: 'image_fetch_failed', error_message: 'The image at image_url could not be fetched: the server answered 404.' });
     // The receiver records the balance it saw while it answers, just after the hook is logged.
     const seen = await waitFor(() => balanceAtArrival.get(publicId) as { paid_balance: number } | undefined, { what: 'the balance seen at arrival' });
     expect(seen.paid_balance).toBe(before);
@@ -157,7 +160,7 @@ describe('tasks end to end', () => {
     const garbage = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(200, 7)]);
     const publicId = await create('face-detection', { image_base64: garbage.toString('base64') }, trialKey);
     const task = await waitForTask(system.api, trialKey.plaintext, publicId);
-    expect(task).toMatchObject({ status: 30, error_code: 'invalid_input', result: null });
+    expect(task).toMatchObject({ status: 30, error_code: 'invalid_input', error_message: 'The image is not a valid PNG: it has no IHDR header.', result: null });
     const grants = (await system.api.req('GET', '/api/trial-grants', { headers: account.auth })).body.data as Array<{ id: string; quota_remaining: number }>;
     expect(grants.find((g) => g.id === grantId)?.quota_remaining).toBe(5);
   });

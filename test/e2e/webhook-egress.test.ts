@@ -54,7 +54,11 @@ describe('webhook and image_url egress with private networks refused', () => {
   it('an image_url on localhost is refused: image_fetch_failed, refunded', async () => {
     const res = await system.api.req('POST', '/api/tasks/face-detection', { headers: withKey(key), body: { image_url: receiver.url('/image.png') } });
     const task = await waitForTask(system.api, key.plaintext, res.body.public_id);
-    expect(task).toMatchObject({ status: 30, error_code: 'image_fetch_failed' });
+    expect(task).toMatchObject({
+      status: 30,
+      error_code: 'image_fetch_failed',
+      error_message: 'The image at image_url could not be fetched: the host resolves to a private address (not allowed).',
+    });
     expect(receiver.at('/image.png')).toHaveLength(0);
   });
 });

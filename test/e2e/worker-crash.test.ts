@@ -105,7 +105,7 @@ describe('a worker killed mid-task', () => {
     // Stalled more often than allowed (maxStalledCount 1): BullMQ fails the job, the worker fails the task.
     const third = await worker();
     const task = await waitForTask(system.api, key.plaintext, publicId);
-    expect(task).toMatchObject({ status: 30, error_code: 'internal_error' });
+    expect(task).toMatchObject({ status: 30, error_code: 'internal_error', error_message: 'The task could not be run; it was refunded. Please try again.' });
     expect(await ledgerOf(system.api, publicId)).toEqual([
       { entry_type: 'charge', amount: -10 },
       { entry_type: 'refund', amount: 10 },
@@ -122,7 +122,7 @@ describe('a worker killed mid-task', () => {
     const publicId = await videoTask();
     await inference.waitForRequest(publicId, 1); // and never answered
     const task = await waitForTask(system.api, key.plaintext, publicId);
-    expect(task).toMatchObject({ status: 30, error_code: 'timeout' });
+    expect(task).toMatchObject({ status: 30, error_code: 'timeout', error_message: 'The engine did not finish within 0.5 s.' });
     expect(await ledgerOf(system.api, publicId)).toEqual([
       { entry_type: 'charge', amount: -10 },
       { entry_type: 'refund', amount: 10 },

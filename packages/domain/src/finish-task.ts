@@ -8,7 +8,8 @@ export interface Queryable {
 
 export type FinishTaskInput =
   | { status: typeof TaskStatus.completed; result: unknown; files?: unknown[] }
-  | { status: typeof TaskStatus.failed; errorCode: TaskErrorCode }
+  /** `errorMessage`: a sentence the task's owner can act on (never a stack or a secret); stored as given. */
+  | { status: typeof TaskStatus.failed; errorCode: TaskErrorCode; errorMessage?: string }
   | { status: typeof TaskStatus.cancelled };
 
 export interface FinishedTask {
@@ -36,6 +37,7 @@ WITH t AS (
   UPDATE tasks
      SET status = $3,
          error_code = $4,
+         error_message = $8,
          result = $5::json,
          files = COALESCE($6::jsonb, files),
          finished_at = now()
@@ -96,6 +98,7 @@ export async function finishTask(
       input.status === TaskStatus.completed ? JSON.stringify(input.result ?? null) : null,
       input.status === TaskStatus.completed && input.files ? JSON.stringify(input.files) : null,
       deliveryId,
+      input.status === TaskStatus.failed ? (input.errorMessage ?? null) : null,
     ],
   });
   return rows[0] ?? null;

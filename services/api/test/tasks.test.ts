@@ -14,6 +14,7 @@ const TASK_FIELDS = [
   'kind',
   'status',
   'error_code',
+  'error_message',
   'input',
   'payload',
   'callback_url',
@@ -55,6 +56,7 @@ describe('tasks API', () => {
         kind: 'video-generation',
         status: 0,
         error_code: null,
+        error_message: null,
         input: { prompt: 'a calm sea at dawn', duration_seconds: 4 },
         payload: null,
         callback_url: null,
@@ -335,7 +337,7 @@ describe('tasks API', () => {
       const created = await create('video-generation', { prompt: 'p', callback_url: 'https://hooks.example.com/h' });
       const res = await api.req('POST', `/api/tasks/${created.body.public_id}/cancel`, { headers: withKey(key) });
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ public_id: created.body.public_id, status: 40, error_code: null });
+      expect(res.body).toMatchObject({ public_id: created.body.public_id, status: 40, error_code: null, error_message: null });
       expect(res.body.finished_at).not.toBeNull();
       expect(await balance()).toBe(before);
 
@@ -371,6 +373,20 @@ describe('tasks API', () => {
       expect((await api.deps.db.prisma.trialGrant.findUniqueOrThrow({ where: { id: grant } })).quotaRemaining).toBe(0);
       expect((await api.req('POST', `/api/tasks/${created.body.public_id}/cancel`, { headers: withKey(trial) })).status).toBe(200);
       expect((await api.deps.db.prisma.trialGrant.findUniqueOrThrow({ where: { id: grant } })).quotaRemaining).toBe(10);
+    });
+
+    it('a failed task carries error_message right after error_code; one failed before the column existed shows null', async () => {
+      const message = 'The image at image_url could not be fetched: the server answered 404.';
+      const failed = await create('image-generation', { prompt: 'p' });
+      await finishTask(api.deps.db.pool, failed.body.public_id, null, { status: TaskStatus.failed, errorCode: 'image_fetch_failed', errorMessage: message }, newId('delivery'));
+      const res = await api.req('GET', `/api/tasks/${failed.body.public_id}`, { headers: withKey(key) });
+      expect(res.body).toMatchObject({ status: 30, error_code: 'image_fetch_failed', error_message: message });
+      expect(Object.keys(res.body).slice(3, 5)).toEqual(['error_code', 'error_message']);
+
+      const old = await create('image-generation', { prompt: 'p' });
+      await finishTask(api.deps.db.pool, old.body.public_id, null, { status: TaskStatus.failed, errorCode: 'engine_error' }, newId('delivery'));
+      const oldRes = await api.req('GET', `/api/tasks/${old.body.public_id}`, { headers: withKey(key) });
+      expect(oldRes.body).toMatchObject({ status: 30, error_code: 'engine_error', error_message: null });
     });
 
     it('cannot cancel a finished task, nor another account\'s', async () => {

@@ -9,6 +9,7 @@ import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
 import { runPeriodically, startConfiguredOpsServer, type RedisClient } from '@taskapi/service';
 import { finishAndAnnounce } from './domain/finish-and-announce';
+import { INTERNAL_ERROR_MESSAGE } from './domain/failure-message';
 import { sweepTasks } from './domain/sweep-tasks';
 import { createEngines } from './engines';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
@@ -77,7 +78,7 @@ export async function startWorkerService(
       if (!job) return;
       void (async () => {
         if ((await job.getState()) !== 'failed') return;
-        const finished = await finishAndAnnounce(announce, job.data.public_id, { status: TaskStatus.failed, errorCode: 'internal_error' });
+        const finished = await finishAndAnnounce(announce, job.data.public_id, { status: TaskStatus.failed, errorCode: 'internal_error', errorMessage: INTERNAL_ERROR_MESSAGE });
         if (!finished) return;
         metrics.observeRun(kind, 'failed', 0);
         logger.warn('task failed after its job gave up', { public_id: job.data.public_id, job_id: job.id, reason: err.message });

@@ -133,6 +133,7 @@ export class TaskCreator {
         kind: task.kind,
         status: TaskStatus.queued,
         error_code: null,
+        error_message: null,
         input: task.inputText,
         payload: task.payloadText,
         callback_url: task.callbackUrl,
@@ -190,7 +191,7 @@ export class TaskCreator {
     // The replay is the first response again: the task as it was created.
     return {
       replayed: true,
-      row: { ...task, status: TaskStatus.queued, error_code: null, started_at: null, finished_at: null, result: null, files: '[]', files_expired_at: null },
+      row: { ...task, status: TaskStatus.queued, error_code: null, error_message: null, started_at: null, finished_at: null, result: null, files: '[]', files_expired_at: null },
     };
   }
 

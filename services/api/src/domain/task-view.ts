@@ -42,6 +42,7 @@ export function renderTask(row: TaskRow, urlOf: FileUrlOf): string {
     `,"kind":${JSON.stringify(row.kind)}` +
     `,"status":${row.status}` +
     `,"error_code":${row.error_code === null ? 'null' : JSON.stringify(row.error_code)}` +
+    `,"error_message":${row.error_message === null ? 'null' : JSON.stringify(row.error_message)}` +
     `,"input":${row.input}` +
     `,"payload":${row.payload ?? 'null'}` +
     `,"callback_url":${row.callback_url === null ? 'null' : JSON.stringify(row.callback_url)}` +

@@ -18,7 +18,7 @@ request carrying \`X-Api-Key\`.
 **Errors** are JSON with a \`message\` (some add fields, see the schemas). A path that matches no endpoint gives
 404 \`{"message":"Not found."}\`. Every response carries \`X-Request-Id\`.
 
-**Task status**: \`0\` queued, \`10\` processing, \`20\` completed, \`30\` failed (credits refunded, \`error_code\` set),
+**Task status**: \`0\` queued, \`10\` processing, \`20\` completed, \`30\` failed (credits refunded, \`error_code\` and \`error_message\` set),
 \`40\` cancelled (credits refunded, no webhook).`;
 
 let cached: { document: Record<string, unknown>; json: string } | undefined;

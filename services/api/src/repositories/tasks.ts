@@ -6,7 +6,7 @@ import { finishTaskAndRecord, TASK_KINDS, type FinishedTask, type FinishTaskInpu
 import { IdempotencyRepository } from './idempotency';
 import { queryFirst, queryRows, statement, transaction, type SqlExecutor } from './sql';
 
-const TASK_COLUMNS = `id, public_id, kind, status, error_code, input::text AS input, payload::text AS payload,
+const TASK_COLUMNS = `id, public_id, kind, status, error_code, error_message, input::text AS input, payload::text AS payload,
   callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files, files_expired_at`;
 
 const taskRow = z.object({
@@ -16,6 +16,8 @@ const taskRow = z.object({
   kind: z.enum(TASK_KINDS),
   status: z.number(),
   error_code: z.string().nullable(),
+  /** Null unless failed, and on tasks that failed before the column existed. */
+  error_message: z.string().nullable(),
   /** JSON columns arrive as their source text, so the task JSON can echo them exactly. */
   input: z.string(),
   payload: z.string().nullable(),

@@ -78,6 +78,12 @@ export const taskSchema = z
     kind: taskKindSchema,
     status: taskStatusSchema,
     error_code: taskErrorCodeSchema,
+    error_message: z.string().nullable().meta({
+      description:
+        'When failed: what went wrong, in a sentence you can act on (e.g. "The image at image_url could not be fetched: the server answered 404."); ' +
+        'never a stack trace or a secret. `null` otherwise, and on tasks that failed before this field existed. Not part of the webhook body.',
+      example: 'The image at image_url could not be fetched: the server answered 404.',
+    }),
     input: taskInputSchema,
     payload,
     callback_url: z.url().nullable().meta({ description: 'As given at creation, or `null`.' }),

@@ -1,4 +1,4 @@
-import { EgressError, type EgressClient } from '@taskapi/egress';
+import { EgressError, type EgressClient, type EgressErrorCode } from '@taskapi/egress';
 import { inputKey, type FileStore } from '@taskapi/file-store';
 // The same limit as an uploaded `image_base64`.
 import { MAX_IMAGE_BYTES } from '@taskapi/task-kinds';
@@ -6,6 +6,18 @@ import { ImageFetchError, TaskInputError, type EngineImage } from '../engines/en
 import type { ClaimedTask } from './start-task';
 
 export const IMAGE_FETCH_TIMEOUT_MS = 15_000;
+
+/** Each egress failure in the words of the task's `error_message` (never the host's internals). */
+const FETCH_REASONS: Record<EgressErrorCode, string> = {
+  invalid_url: 'it is not a valid https:// URL',
+  blocked_destination: 'the host resolves to a private address (not allowed)',
+  dns_failure: 'its host name could not be resolved',
+  connect_failure: 'the connection to its host failed',
+  tls_failure: "its host's TLS certificate could not be verified",
+  timeout: `the server did not answer within ${IMAGE_FETCH_TIMEOUT_MS / 1000} s`,
+  aborted: 'the request was interrupted',
+  protocol_error: 'the server sent an invalid HTTP response',
+};
 
 function sniff(data: Buffer): 'image/png' | 'image/jpeg' | null {
   if (data.length >= 8 && data.readUInt32BE(0) === 0x89504e47 && data.readUInt32BE(4) === 0x0d0a1a0a) return 'image/png';
@@ -40,13 +52,13 @@ export async function loadInputImage(
     });
   } catch (err) {
     if (signal.aborted) throw signal.reason as Error;
-    if (err instanceof EgressError) throw new ImageFetchError(`image_url: ${err.message}`);
+    if (err instanceof EgressError) throw new ImageFetchError(`image_url: ${err.message}`, FETCH_REASONS[err.code]);
     throw err;
   }
-  if (res.status !== 200) throw new ImageFetchError(`image_url answered HTTP ${res.status}`);
-  if (res.truncated) throw new ImageFetchError('image_url: the image is larger than 8 MiB');
+  if (res.status !== 200) throw new ImageFetchError(`image_url answered HTTP ${res.status}`, `the server answered ${res.status}`);
+  if (res.truncated) throw new ImageFetchError('image_url: the image is larger than 8 MiB', 'it is larger than 8 MiB');
   const contentType = sniff(res.body);
-  if (!contentType) throw new TaskInputError('image_url did not return a JPEG or PNG image');
+  if (!contentType) throw new TaskInputError('the image at image_url is not a JPEG or PNG');
   return { contentType, data: res.body };
 }
 

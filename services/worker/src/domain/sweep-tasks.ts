@@ -1,6 +1,7 @@
 import { TaskStatus, type TaskKind } from '@taskapi/domain';
 import type { TaskQueues } from '@taskapi/queue';
 import { finishAndAnnounce, type AnnounceDeps } from './finish-and-announce';
+import { INTERNAL_ERROR_MESSAGE } from './failure-message';
 
 export interface SweepTasksDeps extends AnnounceDeps {
   taskQueues: TaskQueues;
@@ -54,7 +55,7 @@ export async function sweepTasks(
       if (state === 'unknown') {
         missing.set(row.kind, [...(missing.get(row.kind) ?? []), row.public_id]);
       } else if (state === 'failed' || state === 'completed') {
-        const finished = await finishAndAnnounce(deps, row.public_id, { status: TaskStatus.failed, errorCode: 'internal_error' });
+        const finished = await finishAndAnnounce(deps, row.public_id, { status: TaskStatus.failed, errorCode: 'internal_error', errorMessage: INTERNAL_ERROR_MESSAGE });
         if (finished) result.failed++;
       }
     }

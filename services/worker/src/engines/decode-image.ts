@@ -37,7 +37,7 @@ export function readImageSize(data: Buffer, format: ImageFormat): { width: numbe
 function pngSize(data: Buffer): { width: number; height: number } {
   // IHDR must be the first chunk: length (4), type (4), width (4), height (4).
   if (data.length < 24 || data.toString('latin1', 12, 16) !== 'IHDR') {
-    throw new TaskInputError('PNG image has no IHDR header');
+    throw new TaskInputError('the image is not a valid PNG: it has no IHDR header');
   }
   return { width: data.readUInt32BE(16), height: data.readUInt32BE(20) };
 }
@@ -82,7 +82,7 @@ function jpegSize(data: Buffer): { width: number; height: number } {
  */
 export function decodeImage(data: Buffer, maxPixels: number = MAX_IMAGE_PIXELS): RgbImage {
   const format = sniffImageFormat(data);
-  if (!format) throw new TaskInputError('image is not a PNG or JPEG');
+  if (!format) throw new TaskInputError('the image is not a JPEG or PNG');
   const { width, height } = readImageSize(data, format);
   if (width * height > maxPixels) {
     throw new TaskInputError(

@@ -46,14 +46,29 @@ export class TaskInputError extends Error {
 /** The input image could not be fetched from `image_url`: fails with `image_fetch_failed`, no retry. */
 export class ImageFetchError extends Error {
   override name = 'ImageFetchError';
+  /**
+   * @param reason why, for the task's owner: ends "The image at image_url could not be fetched: …"
+   *   (see domain/failure-message.ts), so no secrets and no internals.
+   */
+  constructor(
+    message: string,
+    readonly reason: string,
+  ) {
+    super(message);
+  }
 }
 
 /** The engine failed. `retryable` failures are retried (BullMQ attempts); others fail the task at once (`engine_error`). */
 export class EngineError extends Error {
   override name = 'EngineError';
+  /**
+   * @param publicMessage the task's `error_message` when this ends the task: a sentence for its
+   *   owner, never the internal `message` (which may name hosts, paths or tool output).
+   */
   constructor(
     message: string,
     readonly retryable: boolean,
+    readonly publicMessage?: string,
   ) {
     super(message);
   }

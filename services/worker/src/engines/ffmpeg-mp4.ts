@@ -66,7 +66,7 @@ export async function encodeMp4(opts: Mp4Options): Promise<Buffer> {
       ffmpeg.stdin.end();
       const code = await exited;
       if (opts.signal.aborted) throw opts.signal.reason as Error;
-      if (code !== 0) throw new EngineError(`ffmpeg failed (${code}): ${stderr.trim()}`, false);
+      if (code !== 0) throw new EngineError(`ffmpeg failed (${code}): ${stderr.trim()}`, false, 'The video could not be encoded.');
       return await fs.readFile(out);
     } finally {
       opts.signal.removeEventListener('abort', onAbort);

@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import { z } from 'zod';
 import type { Engine, EngineFile } from './engine';
+import { safeSentence } from '../domain/failure-message';
 import { EngineError, TaskInputError } from './engine';
 
 /** Largest response accepted from the inference server (files travel base64-encoded inside it). */
@@ -52,20 +53,27 @@ export function createHttpEngine(opts: { url: string; token: string | undefined 
         });
       } catch (err) {
         if (signal.aborted) throw signal.reason as Error;
-        throw new EngineError(`inference server unreachable: ${(err as Error).message}`, true);
+        throw new EngineError(`inference server unreachable: ${(err as Error).message}`, true, 'The engine could not be reached. Please try again later.');
       }
       const text = await readCapped(res.body, signal);
       if (res.statusCode === 422) {
         const message = safeMessage(text) ?? 'the inference server rejected the input';
         throw new TaskInputError(message);
       }
-      if (res.statusCode >= 500) throw new EngineError(`inference server answered ${res.statusCode}`, true);
-      if (res.statusCode !== 200) throw new EngineError(`inference server answered ${res.statusCode}`, false);
+      if (res.statusCode >= 500) {
+        throw new EngineError(`inference server answered ${res.statusCode}`, true, `The engine failed (HTTP ${res.statusCode}). Please try again later.`);
+      }
+      if (res.statusCode !== 200) {
+        // The engine's own words only when they are a short, harmless sentence (safeSentence).
+        const reason = safeSentence(safeMessage(text));
+        const publicMessage = `The engine refused the task (HTTP ${res.statusCode})${reason ? `: ${reason}` : '.'}`;
+        throw new EngineError(`inference server answered ${res.statusCode}`, false, publicMessage);
+      }
       let parsed;
       try {
         parsed = responseSchema.parse(JSON.parse(text));
       } catch {
-        throw new EngineError('inference server sent an invalid response', false);
+        throw new EngineError('inference server sent an invalid response', false, 'The engine sent an invalid response.');
       }
       const files: EngineFile[] = (parsed.files ?? []).map((f) => ({
         name: f.name,
@@ -85,14 +93,14 @@ async function readCapped(body: AsyncIterable<unknown> & { destroy(): void }, si
       size += (chunk as Buffer).length;
       if (size > MAX_RESPONSE_BYTES) {
         body.destroy();
-        throw new EngineError('inference server response too large', false);
+        throw new EngineError('inference server response too large', false, 'The engine sent a response larger than the worker accepts.');
       }
       chunks.push(chunk as Buffer);
     }
   } catch (err) {
     if (err instanceof EngineError) throw err;
     if (signal.aborted) throw signal.reason as Error;
-    throw new EngineError(`inference server connection failed: ${(err as Error).message}`, true);
+    throw new EngineError(`inference server connection failed: ${(err as Error).message}`, true, 'The connection to the engine failed. Please try again later.');
   }
   return Buffer.concat(chunks).toString('utf8');
 }

@@ -9,6 +9,7 @@ import { finishAndAnnounce, type AnnounceDeps } from '../domain/finish-and-annou
 import { loadInputImage } from '../domain/input-image';
 import { handBackTask, startTask, taskStatus } from '../domain/start-task';
 import { decideFailure } from '../domain/task-failure';
+import { failureMessage } from '../domain/failure-message';
 import type { FileStore } from '@taskapi/file-store';
 import type { TaskOutputs } from '../infra/file-store';
 import type { RunOutcome, WorkerMetrics } from '../infra/metrics';
@@ -103,7 +104,11 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         observe('retried');
         throw err;
       }
-      const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.failed, errorCode: decision.code });
+      const finished = await finishAndAnnounce(deps, publicId, {
+        status: TaskStatus.failed,
+        errorCode: decision.code,
+        errorMessage: failureMessage(err, decision.code, deps.timeoutMs),
+      });
       log.warn('task failed', { error: (err as Error).message, error_code: decision.code, refunded: finished?.refunded ?? 0 });
       observe(finished ? 'failed' : 'skipped');
       return finished

@@ -62,6 +62,7 @@ async function render() {
     summaryRow('Kind', KIND_LABEL[task.kind] ?? task.kind),
     summaryRow('Cost', `${task.cost} credit${task.cost === 1 ? '' : 's'}`),
     task.error_code ? summaryRow('Error code', el('code', { text: task.error_code })) : null,
+    task.error_message ? summaryRow('Error', el('span', { text: task.error_message })) : null,
     summaryRow('Created', time(task.created_at)),
     summaryRow('Started', time(task.started_at)),
     summaryRow('Finished', time(task.finished_at)),

@@ -1,0 +1,69 @@
+import type { TaskErrorCode } from '@taskapi/domain';
+import { EngineError, ImageFetchError, TaskInputError } from '../engines/engine';
+
+/** The `error_message` of a task that failed for reasons of ours (it was refunded). */
+export const INTERNAL_ERROR_MESSAGE = 'The task could not be run; it was refunded. Please try again.';
+
+const MAX_MESSAGE_CHARS = 300;
+
+// Text that must never reach a customer's task JSON, even from an engine we trust: URLs (may carry
+// credentials or signed queries), words that announce a credential, long opaque strings (keys,
+// tokens, hashes) and stack frames.
+const UNSAFE = [
+  /[a-z][a-z0-9+.-]*:\/\//i,
+  /\b(bearer|basic|token|secret|password|passwd|api[_-]?key|authorization|credential)s?\b/i,
+  /[A-Za-z0-9_\-+/=.]{24,}/,
+  /\bat\s+\S+\s+\(?\S*:\d+:\d+\)?/,
+  /\b\w*Error:\s/,
+];
+
+/**
+ * `text` as one storable line: no control characters (so no NUL, which PostgreSQL text refuses),
+ * no lone surrogates, whitespace collapsed, at most 300 characters.
+ */
+export function storableLine(text: string): string {
+  const line = text
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point here
+    .replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ')
+    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
+    .replace(/\s+/g, ' ')
+    .trim();
+  if (line.length <= MAX_MESSAGE_CHARS) return line;
+  // Cut on a code point boundary, then mark the cut.
+  return `${Array.from(line.slice(0, MAX_MESSAGE_CHARS - 1)).join('').replace(/[\uD800-\uDBFF]$/, '')}…`;
+}
+
+/**
+ * A message from outside our code (an engine's answer, a decoder) as a sentence for the task's
+ * owner, or null when it is empty or looks like it could carry a secret or internals.
+ */
+export function safeSentence(text: string | undefined): string | null {
+  if (text === undefined) return null;
+  const line = storableLine(text);
+  if (!line || UNSAFE.some((re) => re.test(line))) return null;
+  const sentence = line[0]!.toUpperCase() + line.slice(1);
+  return /[.!?…]$/.test(sentence) ? sentence : `${sentence}.`;
+}
+
+/**
+ * The `error_message` stored beside `error_code` when the worker fails a task: what went wrong in
+ * words the task's owner can act on. Built from what the worker knows, never from a stack.
+ *
+ * @param timeoutMs the kind's deadline, for `timeout`.
+ */
+export function failureMessage(err: unknown, code: TaskErrorCode, timeoutMs: number): string {
+  switch (code) {
+    case 'timeout':
+      return `The engine did not finish within ${Math.round(timeoutMs / 100) / 10} s.`;
+    case 'image_fetch_failed':
+      return err instanceof ImageFetchError
+        ? storableLine(`The image at image_url could not be fetched: ${err.reason}.`)
+        : 'The image at image_url could not be fetched.';
+    case 'invalid_input':
+      return (err instanceof TaskInputError && safeSentence(err.message)) || 'The input could not be processed; check the task parameters.';
+    case 'engine_error':
+      return (err instanceof EngineError && err.publicMessage && storableLine(err.publicMessage)) || 'The engine failed to process the task.';
+    case 'internal_error':
+      return INTERNAL_ERROR_MESSAGE;
+  }
+}

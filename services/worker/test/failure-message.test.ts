@@ -1,0 +1,168 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createEgressClient } from '@taskapi/egress';
+import type { FileStore } from '@taskapi/file-store';
+import { MAX_IMAGE_BYTES } from '@taskapi/task-kinds';
+import { startHttpsReceiver, testCa, type HttpsReceiver } from '@taskapi/testing';
+import { failureMessage, INTERNAL_ERROR_MESSAGE, safeSentence, storableLine } from '../src/domain/failure-message';
+import { loadInputImage } from '../src/domain/input-image';
+import type { ClaimedTask } from '../src/domain/start-task';
+import { decideFailure } from '../src/domain/task-failure';
+import { decodeImage } from '../src/engines/decode-image';
+import { EngineError } from '../src/engines/engine';
+import { createHttpEngine } from '../src/engines/http-engine';
+
+const never = () => new AbortController().signal;
+
+/** What the worker stores when `err` ends a task (the same two calls as run-task.ts). */
+function messageFor(err: unknown, timedOut = false, timeoutMs = 30_000): { code: string; message: string } {
+  const decision = decideFailure(err, timedOut);
+  return { code: decision.code, message: failureMessage(err, decision.code, timeoutMs) };
+}
+
+async function caught(run: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await run();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('error_message: fetching image_url (real HTTPS server, real egress client)', () => {
+  let receiver: HttpsReceiver;
+  const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+  beforeAll(async () => {
+    receiver = await startHttpsReceiver((req) => {
+      if (req.path === '/missing.png') return 404;
+      if (req.path === '/text') return { status: 200, body: 'hello, not an image' };
+      if (req.path === '/huge.png') return { status: 200, body: Buffer.concat([png, Buffer.alloc(MAX_IMAGE_BYTES + 1)]) };
+      return { status: 200, body: png };
+    });
+  });
+  afterAll(() => receiver.close());
+
+  const task = (imageUrl: string): ClaimedTask => ({ id: '1', public_id: 'task_x', account_id: 'acc', kind: 'face-detection', params: { image_url: imageUrl }, attempts: 1, upload: null });
+  // Only uploads read the file store; these tasks fetch image_url.
+  const noStore = undefined as unknown as FileStore;
+  const load = (url: string, allowPrivateNetworks = true) =>
+    caught(() => loadInputImage(task(url), { egress: createEgressClient({ allowPrivateNetworks, tls: { ca: testCa().caCert } }), store: noStore }, never()));
+
+  it('a 404 names the status', async () => {
+    expect(messageFor(await load(receiver.url('/missing.png')))).toEqual({
+      code: 'image_fetch_failed',
+      message: 'The image at image_url could not be fetched: the server answered 404.',
+    });
+  });
+
+  it('a private address is refused and says so', async () => {
+    expect(messageFor(await load(receiver.url('/ok.png'), false))).toEqual({
+      code: 'image_fetch_failed',
+      message: 'The image at image_url could not be fetched: the host resolves to a private address (not allowed).',
+    });
+  });
+
+  it('an image over 8 MiB names the limit', async () => {
+    expect(messageFor(await load(receiver.url('/huge.png'))).message).toBe('The image at image_url could not be fetched: it is larger than 8 MiB.');
+  });
+
+  it('a body that is not an image is invalid input', async () => {
+    expect(messageFor(await load(receiver.url('/text')))).toEqual({ code: 'invalid_input', message: 'The image at image_url is not a JPEG or PNG.' });
+  });
+});
+
+describe('error_message: decoding, timeout, internal errors', () => {
+  it('an upload that is not an image', async () => {
+    expect(messageFor(await caught(async () => decodeImage(Buffer.from('GIF89a....'))))).toEqual({ code: 'invalid_input', message: 'The image is not a JPEG or PNG.' });
+  });
+
+  it('the deadline names the kind\'s timeout', () => {
+    expect(messageFor(new Error('aborted'), true, 30_000)).toEqual({ code: 'timeout', message: 'The engine did not finish within 30 s.' });
+    expect(messageFor(new Error('aborted'), true, 500).message).toBe('The engine did not finish within 0.5 s.');
+  });
+
+  it('an unexpected error says only that the task was refunded, never what was thrown', () => {
+    const err = new Error('connect ECONNREFUSED 10.0.0.7:5432 password=hunter2');
+    expect(messageFor(err)).toEqual({ code: 'internal_error', message: INTERNAL_ERROR_MESSAGE });
+    expect(INTERNAL_ERROR_MESSAGE).toBe('The task could not be run; it was refunded. Please try again.');
+  });
+});
+
+describe('error_message: the http engine\'s answers', () => {
+  let server: http.Server;
+  let url: string;
+  let reply: { status: number; body: string } = { status: 200, body: '{}' };
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(reply.status, { 'content-type': 'application/json' });
+        res.end(reply.body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  const failWith = async (status: number, body: unknown) => {
+    reply = { status, body: typeof body === 'string' ? body : JSON.stringify(body) };
+    const engine = createHttpEngine({ url, token: 'inference-token' });
+    return messageFor(await caught(() => engine.run({ kind: 'image-generation', publicId: 'task_e', params: { prompt: 'x' } }, never())));
+  };
+
+  it('a short, harmless 4xx message is passed on, cleaned', async () => {
+    expect(await failWith(400, { message: 'prompt is too long\u0000 (max 1000 characters)' })).toEqual({
+      code: 'engine_error',
+      message: 'The engine refused the task (HTTP 400): Prompt is too long (max 1000 characters).',
+    });
+  });
+
+  it('a 4xx body carrying a token, a URL with credentials or a stack is not echoed', async () => {
+    const secrets = [
+      'invalid key sk_live_4eC39HqLyjWDarjtT1zdp7dc',
+      'cannot read https://user:pa55@models.internal/v1',
+      'TypeError: x is undefined\n    at run (/srv/app/engine.js:10:5)',
+      'Bearer abc',
+    ];
+    for (const message of secrets) {
+      const got = await failWith(403, { message });
+      expect(got).toEqual({ code: 'engine_error', message: 'The engine refused the task (HTTP 403).' });
+    }
+    expect(await failWith(400, 'not json at all')).toEqual({ code: 'engine_error', message: 'The engine refused the task (HTTP 400).' });
+  });
+
+  it('a 422 is invalid input: its message when harmless, else a fixed sentence', async () => {
+    expect(await failWith(422, { message: 'prompt not allowed' })).toEqual({ code: 'invalid_input', message: 'Prompt not allowed.' });
+    expect(await failWith(422, { message: 'token ghp_abcdefghijklmnopqrstuvwxyz0123 rejected' })).toEqual({
+      code: 'invalid_input',
+      message: 'The input could not be processed; check the task parameters.',
+    });
+  });
+
+  it('a 5xx (after the retries) names the status, never the body', async () => {
+    expect(await failWith(503, { message: 'db at 10.1.2.3 down' })).toEqual({ code: 'engine_error', message: 'The engine failed (HTTP 503). Please try again later.' });
+  });
+
+  it('an unreachable engine', async () => {
+    const gone = createHttpEngine({ url: 'http://127.0.0.1:1', token: undefined });
+    const err = await caught(() => gone.run({ kind: 'video-generation', publicId: 'task_g', params: {} }, never()));
+    expect(err).toBeInstanceOf(EngineError);
+    expect(messageFor(err)).toEqual({ code: 'engine_error', message: 'The engine could not be reached. Please try again later.' });
+  });
+});
+
+describe('storable text', () => {
+  it('drops control characters (NUL included) and lone surrogates, caps the length', () => {
+    expect(storableLine('a\u0000b\nc\td')).toBe('a b c d');
+    expect(storableLine('x\uD800y\uDC00z \uD83D\uDE00')).toBe('x\uFFFDy\uFFFDz \uD83D\uDE00');
+    const long = storableLine('é'.repeat(1000));
+    expect(long).toHaveLength(300);
+    expect(long.endsWith('…')).toBe(true);
+    expect(safeSentence('  ')).toBeNull();
+    expect(safeSentence(undefined)).toBeNull();
+  });
+});
