@@ -128,6 +128,21 @@ describe('on a Redis Cluster', () => {
     );
   });
 
+  it('Prefer: wait is woken by the terminal event published on the cluster, on either replica', async () => {
+    const publicId = await create(a, 'face-detection', { image_base64: fixture('astronaut.png').toString('base64') });
+    const started = Date.now();
+    const [onB, created] = await Promise.all([
+      b.req('GET', `/api/tasks/${publicId}`, { headers: { ...withKey(paidKey), prefer: 'wait=30' } }),
+      a.req('POST', '/api/tasks/image-generation', { headers: { ...withKey(paidKey), prefer: 'wait=30' }, body: { prompt: 'p', width: 64, height: 64 } }),
+    ]);
+    expect(onB.body.status).toBe(20);
+    expect(onB.headers.get('preference-applied')).toBe('wait=30');
+    expect(created.status).toBe(201);
+    expect(created.body.status).toBe(20);
+    expect(created.headers.get('preference-applied')).toBe('wait=30');
+    expect(Date.now() - started).toBeLessThan(25_000);
+  });
+
   it('a console session ends on logout on every replica', async () => {
     const user = await seedAccount(a);
     expect((await b.req('GET', '/api/credits/balance', { headers: user.auth })).status).toBe(200);

@@ -18,11 +18,28 @@ export function taskStatusMarkerKey(accountId: string, publicId: string): string
 const NON_TERMINAL_TTL_SECONDS = 24 * 3600;
 const TERMINAL_TTL_SECONDS = 3600;
 
+/**
+ * Pub/sub channel on which a task's move to a terminal status is announced (message:
+ * `accountId publicId status`), for API replicas holding `Prefer: wait` requests. One global
+ * channel: classic PUBLISH reaches every node's subscribers on Redis Cluster too.
+ */
+export const TASK_FINISHED_CHANNEL = 'taskapi:task-finished';
+
+// The event is published by the same script that moves the marker, so whoever misses the event
+// (subscribed too late) is sure to see the terminal marker when it reads afterwards.
 const RECORD_MAX_SCRIPT = `
 local current = redis.call('GET', KEYS[1])
 if current and tonumber(current) >= tonumber(ARGV[1]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+if ARGV[3] ~= '' then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
 return 1`;
+
+/** Parses a `TASK_FINISHED_CHANNEL` message; null when it is not one. */
+export function parseTaskFinished(message: string): { accountId: string; publicId: string; status: number } | null {
+  const [accountId, publicId, status] = message.split(' ');
+  if (!accountId || !publicId || !status) return null;
+  return { accountId, publicId, status: Number(status) };
+}
 
 /** The subset of an ioredis client used here. */
 export interface MarkerRedis {
@@ -32,8 +49,10 @@ export interface MarkerRedis {
 
 /** Records a committed status change. Call after the commit, before the change is announced. */
 export async function recordTaskStatus(redis: MarkerRedis, accountId: string, publicId: string, status: number): Promise<void> {
-  const ttl = isTerminalStatus(status) ? TERMINAL_TTL_SECONDS : NON_TERMINAL_TTL_SECONDS;
-  await redis.eval(RECORD_MAX_SCRIPT, 1, taskStatusMarkerKey(accountId, publicId), status, ttl);
+  const terminal = isTerminalStatus(status);
+  const ttl = terminal ? TERMINAL_TTL_SECONDS : NON_TERMINAL_TTL_SECONDS;
+  const channel = terminal ? TASK_FINISHED_CHANNEL : '';
+  await redis.eval(RECORD_MAX_SCRIPT, 1, taskStatusMarkerKey(accountId, publicId), status, ttl, channel, `${accountId} ${publicId} ${status}`);
 }
 
 /**

@@ -3,6 +3,8 @@ import { createDatabase, type Database } from '@taskapi/db';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
 import type { RedisClient } from '@taskapi/service';
+import type { TlsOptions } from 'node:tls';
+import { createEgressClient, type EgressClient } from '@taskapi/egress';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
 import type { TaskKind } from '@taskapi/domain';
 import { TaskCreator } from './domain/create-task';
@@ -12,6 +14,7 @@ import { RateLimiter } from './domain/rate-limit';
 import { SessionService } from './domain/sessions';
 import { TaskReader } from './domain/read-task';
 import { TaskReadCache } from './domain/task-read-cache';
+import { TaskWaiters } from './domain/task-waiters';
 import { ApiKeyVerifier } from './domain/verify-api-key';
 import { Batcher } from './infra/batcher';
 import { createMetrics, type ApiMetrics } from './infra/metrics';
@@ -35,16 +38,20 @@ export interface ApiDeps {
   fileLinks: FileLinks;
   /** Commands: rate limits, revocation markers, sessions, login throttle. Fails fast when down. */
   redis: RedisClient;
-  /** Dedicated pub/sub connection for key revocations. */
+  /** Dedicated pub/sub connection for key revocations and terminal task events. */
   subscriber: RedisClient;
   /** BullMQ producer connection. */
   queueRedis: RedisClient;
   taskQueues: TaskQueues;
   /** Webhook attempts (manual resend) and Bull Board. */
   webhooks: WebhookQueue;
+  /** Test webhooks go out through the same egress policy as the dispatcher's real ones. */
+  egress: EgressClient;
   verifier: ApiKeyVerifier;
   /** `GET /api/tasks/{id}`: cached rows validated by status markers the rate limiter prefetches. */
   taskReader: TaskReader;
+  /** `Prefer: wait` requests, woken by terminal task events on `subscriber`. */
+  taskWaiters: TaskWaiters;
   taskCreator: TaskCreator;
   /** Adds task jobs after commit, batching concurrent ones per kind into one Redis round trip. */
   enqueueTask(kind: TaskKind, publicId: string): Promise<void>;
@@ -56,7 +63,7 @@ export interface ApiDeps {
   close(): Promise<void>;
 }
 
-export async function createApiDeps(config: Config, logger: Logger, opts: { defaultMetrics?: boolean; store?: FileStore } = {}): Promise<ApiDeps> {
+export async function createApiDeps(config: Config, logger: Logger, opts: { defaultMetrics?: boolean; store?: FileStore; egressTls?: Pick<TlsOptions, 'ca'> } = {}): Promise<ApiDeps> {
   const store = opts.store ?? createFileStore(config);
   // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The API
   // still starts (readiness fails, file routes and uploads answer 503) so the rest keeps serving.
@@ -80,9 +87,12 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   const repos = createRepositories(db);
   const keyCache = new KeyCache();
   await keyCache.listen(subscriber, logger);
+  const taskWaiters = new TaskWaiters();
+  await taskWaiters.listen(subscriber, logger);
   const verifier = new ApiKeyVerifier(repos.keys, keyCache, logger);
   const taskQueues = createTaskQueues(queueRedis);
   const webhooks = createWebhookQueue(queueRedis);
+  const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
   const enqueuer = new Batcher<TaskKind, string, void>(async (kind, ids) => {
     await taskQueues.enqueueMany(kind, ids);
     return ids.map(() => undefined);
@@ -101,8 +111,10 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     queueRedis,
     taskQueues,
     webhooks,
+    egress,
     verifier,
-    taskReader: new TaskReader(new TaskReadCache(repos.tasks, redis, logger)),
+    taskReader: new TaskReader(new TaskReadCache(repos.tasks, redis, logger), redis),
+    taskWaiters,
     taskCreator: new TaskCreator(repos, store, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
     enqueueTask: (kind, publicId) => enqueuer.submit(kind, publicId),
     rateLimiter: new RateLimiter(redis),
@@ -110,6 +122,8 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     metrics: createMetrics({ ...opts, queueSignals: queueSignalReader(queueRedis, taskQueues.queues, logger) }),
     lifecycle: { draining: false },
     async close() {
+      taskWaiters.close();
+      await egress.close();
       await closeQueues([...Object.values(taskQueues.queues), webhooks.queue]);
       await Promise.allSettled([redis.quit(), subscriber.quit(), queueRedis.quit()]);
       await db.close();

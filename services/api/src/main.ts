@@ -22,6 +22,8 @@ runService({ name: 'api', stopTimeoutMs: (config) => config.shutdownDrainMs + IN
   return async () => {
     // 1. Fail /readyz but keep serving, so load balancers stop sending before we stop listening.
     deps.lifecycle.draining = true;
+    // Held `Prefer: wait` requests answer now with their task's current state (a wait is only a preference).
+    deps.taskWaiters.close();
     if (config.shutdownDrainMs > 0) {
       logger.info('draining: /readyz answers 503 while requests are still served', { drain_ms: config.shutdownDrainMs });
       await delay(config.shutdownDrainMs);

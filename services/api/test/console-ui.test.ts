@@ -11,7 +11,7 @@ import { PNG } from 'pngjs';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
-import { waitFor } from '@taskapi/testing';
+import { startHttpsReceiver, testCa, waitFor } from '@taskapi/testing';
 import { CONSOLE_CSP } from '../src/console/pages';
 import { API_ERRORS } from '../src/errors';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type TestAccount, type TestApi } from './support/harness';
@@ -108,7 +108,8 @@ describe('console pages in a real browser', () => {
 
   beforeAll(async () => {
     logs.on('data', (chunk: Buffer) => (logText += chunk.toString()));
-    api = await startApi({ LOG_LEVEL: 'info' }, { logStream: logs });
+    // The test CA is trusted for outgoing webhooks, so a test webhook can reach a local HTTPS receiver.
+    api = await startApi({ LOG_LEVEL: 'info' }, { logStream: logs, egressCa: testCa().caCert });
     account = await seedAccount(api, { credits: 100, label: 'console-ui' });
     // Four grants: only the first may take a new key.
     usableGrant = await seedGrant(api, account, 50);
@@ -359,6 +360,30 @@ describe('console pages in a real browser', () => {
     await waitForText(row, paidTaskId);
     expect(await page.getByLabel('Task id').inputValue()).toBe('');
     expect(new URL(page.url()).search).toBe('');
+  });
+
+  it('webhook: sends a test webhook and shows status, latency and the answer as text', async () => {
+    const receiver = await startHttpsReceiver((req) => (req.path === '/down' ? { status: 503, body: 'maintenance' } : { status: 200, body: HOSTILE }));
+    try {
+      await page.getByLabel('Receiver URL').fill(receiver.url('/hook'));
+      await page.getByRole('button', { name: 'Send test webhook' }).click();
+      await waitForText(page.locator('#test-outcome'), 'Delivered: HTTP 200');
+      const [got] = await receiver.waitForCount('/hook', 1);
+      expect(JSON.parse(got!.body.toString('utf8')).public_id).toMatch(/^task_test/);
+      expect(await page.locator('#test-status').innerText()).toBe('200');
+      expect(await page.locator('#test-latency').innerText()).toMatch(/^\d+ ms$/);
+      // The receiver's answer is markup: shown as text, never run.
+      expect(await page.locator('#test-excerpt').innerText()).toBe(HOSTILE);
+      expect(await page.evaluate(() => window.__pwned)).toBeUndefined();
+      await shot('webhook-test');
+
+      await page.getByLabel('Receiver URL').fill(receiver.url('/down'));
+      await page.getByRole('button', { name: 'Send test webhook' }).click();
+      await waitForText(page.locator('#test-outcome'), 'Not delivered: HTTP 503');
+      expect(await page.locator('#test-excerpt').innerText()).toBe('maintenance');
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('tasks: the list filters by status; the detail shows status, payload and result as text, and previews the image', async () => {

@@ -149,6 +149,16 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('documents Prefer: wait and Preference-Applied on reading and creating a task', () => {
+    for (const route of ['GET /api/tasks/:publicId', 'POST /api/tasks/image-generation', 'POST /api/tasks/video-generation', 'POST /api/tasks/face-detection']) {
+      const op = operation(route);
+      const prefer = (op.parameters as Array<{ name: string; in: string; required?: boolean; description: string }>).find((p) => p.in === 'header' && p.name.toLowerCase() === 'prefer');
+      expect({ route, required: prefer?.required ?? false, mentions: /wait=N/.test(prefer?.description ?? '') }).toEqual({ route, required: false, mentions: true });
+      const success = op.responses[route.startsWith('GET') ? '200' : '201'];
+      expect({ route, headers: Object.keys(success.headers ?? {}) }).toEqual({ route, headers: expect.arrayContaining(['Preference-Applied']) });
+    }
+  });
+
   it('documents exactly the routes of the registry', () => {
     const listed = ROUTE_LIST.map((r) => {
       const { method, path } = splitRoute(r);

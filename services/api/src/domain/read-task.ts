@@ -1,4 +1,5 @@
 import { taskStatusMarkerKey } from '@taskapi/domain';
+import type { RedisClient } from '@taskapi/service';
 import type { KeyPrincipal } from './principal';
 import type { TaskReadCache } from './task-read-cache';
 import type { TaskRow } from './task-view';
@@ -13,7 +14,13 @@ const TASK_READ_PATH = /^\/api\/tasks\/(task_[A-Za-z0-9]{22})(?:\/|$)/;
  * (`prefetchKey` tells the limiter which key to read; `read` gets what it returned).
  */
 export class TaskReader {
-  constructor(private readonly cache: TaskReadCache) {}
+  /** Reads of the current state in flight, by task: a crowd of woken waiters shares one. */
+  private readonly inFlight = new Map<string, Promise<TaskRow | null>>();
+
+  constructor(
+    private readonly cache: TaskReadCache,
+    private readonly redis: Pick<RedisClient, 'get'>,
+  ) {}
 
   /** The Redis key to read along with the rate limit of this request, if it reads one task. */
   prefetchKey(method: string, path: string, accountId: string): string | undefined {
@@ -29,6 +36,22 @@ export class TaskReader {
   read(principal: KeyPrincipal, publicId: string, prefetched: string | null | undefined): Promise<TaskRow | null> {
     const marker = prefetched === null || prefetched === undefined ? null : Number(prefetched);
     return this.cache.get(principal.accountId, publicId, marker);
+  }
+
+  /**
+   * The caller's task as it is now: its status marker fetched afresh (not the one the limiter read
+   * earlier), then the cache or PostgreSQL. Used by `Prefer: wait`, after the waiter is registered.
+   */
+  async readCurrent(accountId: string, publicId: string): Promise<TaskRow | null> {
+    const value = await this.redis.get(taskStatusMarkerKey(accountId, publicId));
+    const marker = value === null ? null : Number(value);
+    // Shared only between reads that saw the same marker, so none gets a state older than its own.
+    const key = `${accountId} ${publicId} ${marker}`;
+    const pending = this.inFlight.get(key);
+    if (pending) return pending;
+    const read = this.cache.get(accountId, publicId, marker).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, read);
+    return read;
   }
 
   /** Keeps a row this process just wrote (a cancellation). */

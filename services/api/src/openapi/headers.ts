@@ -40,6 +40,13 @@ export const RESPONSE_HEADERS = {
       'the task as it was first returned (status 0), charged once.',
     schema: { type: 'string', enum: ['true'] },
   },
+  'Preference-Applied': {
+    description:
+      'Present (`wait=N`, N the seconds actually allowed, at most 60) when the request\'s `Prefer: wait=N` was honoured: the ' +
+      'answer came once the task was terminal or after N seconds. Absent when the server could not hold the request ' +
+      '(shutting down, too many waiting requests); the task is then returned at once.',
+    schema: { type: 'string', example: 'wait=30' },
+  },
   'Set-Cookie-Session': {
     name: 'Set-Cookie',
     description:

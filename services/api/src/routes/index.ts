@@ -30,6 +30,7 @@ import { getTaskFileRoute } from './tasks/get-task-file';
 import { listTasksRoute } from './tasks/list-tasks';
 import { listDeliveriesRoute } from './webhook-deliveries/list-deliveries';
 import { resendDeliveryRoute } from './webhook-deliveries/resend-delivery';
+import { sendTestWebhookRoute } from './webhook-deliveries/send-test-webhook';
 
 export const ROUTES: readonly Route[] = [
   // The task API first: it carries nearly all traffic, so it should match after the fewest layers.
@@ -56,6 +57,7 @@ export const ROUTES: readonly Route[] = [
   getConsoleTaskFileRoute,
   listDeliveriesRoute,
   resendDeliveryRoute,
+  sendTestWebhookRoute,
   getBalanceRoute,
   listTrialGrantsRoute,
   getWebhookSecretRoute,

@@ -21,7 +21,7 @@ export interface TestApi {
  * loaded, so `HOST`/`PORT` describe the real listener and the derived `publicBaseUrl` is `url`
  * (unless `overrides` sets `PUBLIC_BASE_URL`).
  */
-export async function startApi(overrides: Record<string, string> = {}, opts: { logStream?: NodeJS.WritableStream } = {}): Promise<TestApi> {
+export async function startApi(overrides: Record<string, string> = {}, opts: { logStream?: NodeJS.WritableStream; egressCa?: string } = {}): Promise<TestApi> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
@@ -31,7 +31,7 @@ export async function startApi(overrides: Record<string, string> = {}, opts: { l
   try {
     config = testConfig({ HOST: '127.0.0.1', PORT: String(port), ...overrides });
     const logger = createLogger({ service: 'api-test', level: config.logLevel, stream: opts.logStream });
-    deps = await createApiDeps(config, logger);
+    deps = await createApiDeps(config, logger, { egressTls: opts.egressCa ? { ca: opts.egressCa } : undefined });
   } catch (err) {
     server.close();
     throw err;

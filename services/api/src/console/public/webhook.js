@@ -1,6 +1,7 @@
-// Webhook page: the signing secret (hidden until shown, copy, rotate) and the delivery log.
+// Webhook page: the signing secret (hidden until shown, copy, rotate), a test webhook and the delivery log.
 import { api, confirmedAction, copyText, el, emptyState, fill, notify, startPage, time } from './common.js';
 import { showDeliveries } from './deliveries-view.js';
+import { wireTestWebhook } from './test-webhook.js';
 
 const toggle = document.getElementById('secret-toggle');
 let secret = '';
@@ -40,6 +41,8 @@ startPage(async () => {
       },
     ),
   );
+
+  wireTestWebhook();
 
   const filter = document.getElementById('delivery-filter');
   /** Shows the deliveries of one task, or all of them; a task without any says so, with a way back to all. */

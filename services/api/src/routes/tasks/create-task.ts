@@ -7,15 +7,20 @@ import { renderTask } from '../../domain/task-view';
 import { locals } from '../../http/request-context';
 import { defineRoute } from '../../http/route';
 import { taskSchema } from '../../schemas/tasks';
+import { applyPreferWait, preferHeader } from './prefer-wait';
 
 const idempotencyHeaders = {
-  schema: z.object({ 'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,255}$/).optional().meta({ example: 'order-A-1001-render' }) }),
+  schema: z.object({
+    'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,255}$/).optional().meta({ example: 'order-A-1001-render' }),
+    prefer: preferHeader.schema,
+  }),
   invalid: 'INVALID_IDEMPOTENCY_KEY',
   describe: {
     'idempotency-key':
       'Makes creation safe to retry: the same key with the same body (same kind; key order and whitespace do not matter) within ' +
       '24 hours returns the first task again with `Idempotent-Replayed: true` and charges once; the same key with a different ' +
       'body gives 409. Keys are per account. 1 to 255 printable ASCII characters, else 400.',
+    prefer: preferHeader.description,
   },
 } as const;
 
@@ -91,7 +96,7 @@ export function createTaskRoute(kind: TaskKind) {
           'Task created and charged (status 0, queued); or, with a repeated `Idempotency-Key` and the same body, the first ' +
           'response again (`Idempotent-Replayed: true`).',
         schema: taskSchema,
-        headers: ['Location', 'Idempotent-Replayed'],
+        headers: ['Location', 'Idempotent-Replayed', 'Preference-Applied'],
       },
     },
     errors: ['INSUFFICIENT_CREDITS', 'IDEMPOTENCY_KEY_REUSED'],
@@ -117,7 +122,11 @@ export function createTaskRoute(kind: TaskKind) {
           logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
         }
       }
-      return { status: 201, jsonText: renderTask(row, await deps.fileLinks.forRows([row])), headers: out };
+      // `Prefer: wait`: the created task once it is terminal (or after N seconds), still as a 201.
+      const waited = await applyPreferWait(deps, headers.prefer, principal.accountId, row.public_id, res);
+      if (waited?.gone) return { sent: true };
+      const answer = waited?.row ?? row;
+      return { status: 201, jsonText: renderTask(answer, await deps.fileLinks.forRows([answer])), headers: { ...out, ...waited?.headers } };
     },
   });
 }

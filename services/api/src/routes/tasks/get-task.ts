@@ -1,8 +1,10 @@
+import { z } from 'zod';
 import { renderTask } from '../../domain/task-view';
 import { defineRoute } from '../../http/route';
 import { taskSchema } from '../../schemas/tasks';
 import { ApiError } from '../../errors';
 import { taskParams } from './task-params';
+import { applyPreferWait, preferHeader } from './prefer-wait';
 
 /** `GET /api/tasks/{publicId}`: what integrators poll; served through the read cache. */
 export const getTaskRoute = defineRoute({
@@ -14,8 +16,19 @@ export const getTaskRoute = defineRoute({
   description: 'The task with its `result` and `files` once completed.',
   auth: 'apiKey',
   params: taskParams,
-  responses: { 200: { description: 'The task.', schema: taskSchema } },
-  async handler({ params }, { deps, principal, prefetched }) {
+  headers: {
+    schema: z.object({ prefer: preferHeader.schema }),
+    invalid: 'MALFORMED_REQUEST',
+    describe: { prefer: preferHeader.description },
+  },
+  responses: { 200: { description: 'The task.', schema: taskSchema, headers: ['Preference-Applied'] } },
+  async handler({ params, headers }, { deps, principal, prefetched, res }) {
+    const waited = await applyPreferWait(deps, headers.prefer, principal.accountId, params.publicId, res);
+    if (waited?.gone) return { sent: true };
+    if (waited) {
+      if (!waited.row) throw new ApiError('TASK_NOT_FOUND');
+      return { status: 200, jsonText: renderTask(waited.row, await deps.fileLinks.forRows([waited.row])), headers: waited.headers };
+    }
     const row = await deps.taskReader.read(principal, params.publicId, prefetched);
     if (!row) throw new ApiError('TASK_NOT_FOUND');
     return { status: 200, jsonText: renderTask(row, await deps.fileLinks.forRows([row])) };
