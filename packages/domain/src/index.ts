@@ -6,3 +6,4 @@ export { recordTaskStatus, seedTaskStatus, taskStatusMarkerKey, TASK_FINISHED_CH
 export type { MarkerRedis } from './task-status-marker';
 export { webhookBody, webhookHeaders } from './webhook-request';
 export type { WebhookSubject } from './webhook-request';
+export { storableText, UNSTORABLE_TEXT } from './storable-text';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { decryptSecret, randomBase62, webhookSecretContext } from '@taskapi/crypto';
-import { TaskStatus, webhookBody, webhookHeaders } from '@taskapi/domain';
+import { storableText, TaskStatus, webhookBody, webhookHeaders } from '@taskapi/domain';
 import { EgressError, type EgressClient } from '@taskapi/egress';
 import type { RedisClient } from '@taskapi/service';
 import { ApiError } from '../errors';
@@ -55,7 +55,8 @@ async function takeToken(redis: RedisClient, accountId: string): Promise<void> {
 function excerpt(body: Buffer): string | null {
   if (body.length === 0) return null;
   const text = body.subarray(0, TEST_EXCERPT_BYTES).toString('utf8');
-  return text.replace(/\0/g, '\uFFFD').replace(/\uFFFD$/, '');
+  // A character the byte cut split decodes as a trailing U+FFFD: drop it.
+  return storableText(text).replace(/\uFFFD$/, '');
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { UNSTORABLE_TEXT } from '@taskapi/domain';
 import { ApiError } from '../errors';
 
 export interface FieldError {
@@ -96,8 +97,6 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, pla
   throw invalidInput(describeIssues(result.error.issues), place);
 }
 
-// NUL, or half of a UTF-16 surrogate pair without its other half.
-const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const UNSTORABLE_PROBLEM = 'must not contain a NUL character or an unpaired UTF-16 surrogate';
 const MAX_REPORTED = 20;
 
@@ -115,14 +114,14 @@ export function unstorableStrings(value: unknown, skip: readonly string[] = []):
   while (stack.length && problems.length < MAX_REPORTED) {
     const [node, at] = stack.pop()!;
     if (typeof node === 'string') {
-      if (UNSTORABLE.test(node)) report(at);
+      if (UNSTORABLE_TEXT.test(node)) report(at);
     } else if (Array.isArray(node)) {
       for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { parent: at, key: i }]);
     } else if (typeof node === 'object' && node !== null) {
       for (const [key, child] of Object.entries(node)) {
         if (at === null && skip.includes(key)) continue;
         const step = { parent: at, key };
-        if (UNSTORABLE.test(key)) report(step);
+        if (UNSTORABLE_TEXT.test(key)) report(step);
         else stack.push([child, step]);
       }
     }

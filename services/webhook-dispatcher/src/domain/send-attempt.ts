@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { EgressError, type EgressClient } from '@taskapi/egress';
+import { storableText } from '@taskapi/domain';
 import type { WebhookAttemptResult } from '@taskapi/queue';
 
 /** How much of a receiver's answer is read, and how much of it is kept for the console. */
@@ -14,17 +15,6 @@ export interface WebhookRequest {
 }
 
 /**
- * The start of a receiver's answer as text PostgreSQL can store: the receiver chooses the bytes, and
- * a NUL in them (or a surrogate pair cut in half by the excerpt) would make the attempt unrecordable.
- */
-export function storableExcerpt(text: string): string {
-  return text
-    .slice(0, EXCERPT_CHARS)
-    .replace(/\0/g, '\uFFFD')
-    .replace(/[\uD800-\uDBFF]$/, '');
-}
-
-/**
  * POSTs one attempt through the egress client. Success = 2xx (`error` null); anything else
  * (timeout, connection or TLS failure, non-2xx, redirects included) is a failed attempt.
  */
@@ -36,7 +26,8 @@ export async function sendAttempt(egress: EgressClient, req: WebhookRequest, tim
   try {
     const res = await egress.request({ method: 'POST', url: req.url, headers: req.headers, body: req.body, timeoutMs, maxResponseBytes: MAX_RESPONSE_READ });
     statusCode = res.status;
-    excerpt = res.body.length > 0 ? storableExcerpt(res.body.toString('utf8')) : null;
+    // The receiver chooses the bytes: a NUL (or a pair the cut splits) would make the attempt unrecordable.
+    excerpt = res.body.length > 0 ? storableText(res.body.toString('utf8'), EXCERPT_CHARS) : null;
     if (statusCode < 200 || statusCode > 299) error = `HTTP ${statusCode}`;
   } catch (err) {
     if (!(err instanceof EgressError)) throw err;

@@ -1,4 +1,4 @@
-import type { TaskErrorCode } from '@taskapi/domain';
+import { storableText, type TaskErrorCode } from '@taskapi/domain';
 import { EngineError, ImageFetchError, TaskInputError } from '../engines/engine';
 
 /** The `error_message` of a task that failed for reasons of ours (it was refunded). */
@@ -22,10 +22,10 @@ const UNSAFE = [
  * no lone surrogates, whitespace collapsed, at most 300 characters.
  */
 export function storableLine(text: string): string {
-  const line = text
+  const line = storableText(
     // eslint-disable-next-line no-control-regex -- matching control characters is the point here
-    .replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ')
-    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
+    text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' '),
+  )
     .replace(/\s+/g, ' ')
     .trim();
   if (line.length <= MAX_MESSAGE_CHARS) return line;
