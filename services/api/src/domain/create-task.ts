@@ -1,8 +1,8 @@
 import { newId } from '@taskapi/ids';
 import { TaskStatus } from '@taskapi/domain';
 import { sha256Hex } from '@taskapi/crypto';
-import { inputKey, StorageUnavailableError, type FileStore } from '@taskapi/file-store';
-import { ApiError, unavailable } from '../errors';
+import { inputKey, type FileStore } from '@taskapi/file-store';
+import { ApiError } from '../errors';
 import type { IdempotencyRepository } from '../repositories/idempotency';
 import type { CreationOutcome, NewTask, Payer, TaskRepository, TaskRow } from '../repositories/tasks';
 import type { KeyPrincipal } from './principal';
@@ -150,16 +150,12 @@ export class TaskCreator {
 
   /**
    * Puts an uploaded image in the file store before its task row exists, so a worker never sees a
-   * task whose image is not stored yet; the row then only says `in_store`. Unreachable store: 503.
+   * task whose image is not stored yet; the row then only says `in_store`. (An unreachable store is a
+   * 503 through the error middleware.)
    */
   private async storeUpload(publicId: string, draft: TaskDraft): Promise<NewTask['upload']> {
     if (!draft.upload) return null;
-    try {
-      await this.store.put(inputKey(publicId), draft.upload.data, draft.upload.contentType);
-    } catch (err) {
-      if (err instanceof StorageUnavailableError) throw unavailable('storage', err);
-      throw err;
-    }
+    await this.store.put(inputKey(publicId), draft.upload.data, draft.upload.contentType);
     return { contentType: draft.upload.contentType, data: null };
   }
 

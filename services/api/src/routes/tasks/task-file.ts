@@ -2,8 +2,8 @@
 import { createHash } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
-import { outputKey, StorageUnavailableError, type ByteRange, type FileStore } from '@taskapi/file-store';
-import { ApiError, unavailable } from '../../errors';
+import { outputKey, type ByteRange, type FileStore } from '@taskapi/file-store';
+import { ApiError } from '../../errors';
 import { contentDisposition } from '../../domain/file-links';
 import { taskFiles, type TaskRow } from '../../domain/task-view';
 import type { ResponseSpec } from '../../http/route';
@@ -74,13 +74,7 @@ export async function sendTaskFile(
     if (Array.isArray(ranges) && ranges.length === 1 && ranges[0]) range = { start: ranges[0].start, end: ranges[0].end };
   }
 
-  let object;
-  try {
-    object = await store.get(outputKey(row.public_id, file.name), range);
-  } catch (err) {
-    if (err instanceof StorageUnavailableError) throw unavailable('storage', err);
-    throw err;
-  }
+  const object = await store.get(outputKey(row.public_id, file.name), range);
   if (!object) throw new ApiError('FILE_NOT_FOUND');
   res.status(range ? 206 : 200).set({
     'Content-Type': file.content_type,
