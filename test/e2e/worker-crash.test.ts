@@ -122,7 +122,7 @@ describe('a worker killed mid-task', () => {
     const publicId = await videoTask();
     await inference.waitForRequest(publicId, 1); // and never answered
     const task = await waitForTask(system.api, key.plaintext, publicId);
-    expect(task).toMatchObject({ status: 30, error_code: 'timeout', error_message: 'The engine did not finish within 0.5 s.' });
+    expect(task).toMatchObject({ status: 30, error_code: 'timeout', error_message: 'The task did not finish within 0.5 s.' });
     expect(await ledgerOf(system.api, publicId)).toEqual([
       { entry_type: 'charge', amount: -10 },
       { entry_type: 'refund', amount: 10 },

@@ -16,9 +16,15 @@ export type IdKind = keyof typeof ID_PREFIXES;
 /** 22 base62 characters: about 131 random bits. */
 const BODY_LENGTH = 22;
 
-/** A new prefixed id, e.g. `task_3kT9...`. */
+/**
+ * A new prefixed id, e.g. `task_3kT9...`. A body never starts with `test`: that start is kept for
+ * sample ids (test webhooks), so a receiver can tell them apart by the id alone.
+ */
 export function newId(kind: IdKind): string {
-  return `${ID_PREFIXES[kind]}_${randomBase62(BODY_LENGTH)}`;
+  for (;;) {
+    const body = randomBase62(BODY_LENGTH);
+    if (!body.startsWith('test')) return `${ID_PREFIXES[kind]}_${body}`;
+  }
 }
 
 const patterns = Object.fromEntries(

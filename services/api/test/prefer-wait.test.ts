@@ -1,6 +1,11 @@
 import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
 import { waitFor } from '@taskapi/testing';
+import { Redis } from 'ioredis';
+import { TEST_REDIS_URL } from '@taskapi/testing';
+import { createLogger } from '@taskapi/logger';
+import { preferredWaitSeconds } from '../src/domain/prefer-wait';
+import { TaskWaiters } from '../src/domain/task-waiters';
 import { waitForTask } from '../src/domain/wait-for-task';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
@@ -41,12 +46,22 @@ describe('Prefer: wait (long-poll on terminal task events)', () => {
     finishTaskAndRecord(api.deps.db.pool, api.deps.redis, id, null, { status: TaskStatus.completed, result: { faces: [] } }, newId('delivery'));
   const getWaiting = (id: string, prefer: string) => api.req('GET', `/api/tasks/${id}`, { headers: { ...withKey(key), prefer } });
   const waiters = (n: number) => waitFor(() => api.deps.taskWaiters.size === n, { what: `${n} waiting requests` });
+  /** Until the API's queries stop (a waiter is registered before its first read, which follows). */
+  const quiet = async () => {
+    let last = -1;
+    await waitFor(() => {
+      const same = db.count === last;
+      last = db.count;
+      return same;
+    }, { intervalMs: 100, what: 'the API to stop querying' });
+  };
 
   it('answers as soon as the task completes, running no query while it waits', async () => {
     const id = await create();
     const started = Date.now();
     const pending = getWaiting(id, 'wait=30');
     await waiters(1);
+    await quiet();
     const before = db.count;
     // Held long enough that a polling implementation would have queried.
     await new Promise((r) => setTimeout(r, 300));
@@ -79,6 +94,7 @@ describe('Prefer: wait (long-poll on terminal task events)', () => {
     const id = await create();
     const pending = Array.from({ length: 500 }, () => getWaiting(id, 'wait=60'));
     await waiters(500);
+    await quiet();
     const before = db.count;
     await new Promise((r) => setTimeout(r, 200));
     expect(db.count).toBe(before);
@@ -179,6 +195,46 @@ describe('Prefer: wait (long-poll on terminal task events)', () => {
     expect(res.headers.get('preference-applied')).toBe('wait=60');
   });
 
+  it('a task finished while the subscriber was reconnecting is answered once it is subscribed again', async () => {
+    const finished = await create();
+    const running = await create();
+    const pendingFinished = getWaiting(finished, 'wait=30');
+    const pendingRunning = getWaiting(running, 'wait=30');
+    await waiters(2);
+    // The event of this finish is published while the subscription is down: it is lost.
+    const reconnected = new Promise((r) => api.deps.subscriber.once('ready', r));
+    api.deps.subscriber.disconnect(true);
+    await complete(finished);
+    await reconnected;
+    const res = await pendingFinished;
+    expect(res.body.status).toBe(20);
+    expect(res.headers.get('preference-applied')).toBe('wait=30');
+    // The other one read its task again, found it running, and waits on.
+    await waiters(1);
+    await complete(running);
+    const other = await pendingRunning;
+    expect(other.body.status).toBe(20);
+    expect(other.headers.get('preference-applied')).toBe('wait=30');
+  });
+
+  it('a creation whose wait fails after the commit still answers 201 with the created task', async () => {
+    const reader = api.deps.taskReader;
+    const readCurrent = reader.readCurrent.bind(reader);
+    // A Redis or PostgreSQL failure during the wait, after the task was committed and charged.
+    reader.readCurrent = async () => {
+      throw new Error('connection lost');
+    };
+    try {
+      const res = await api.req('POST', '/api/tasks/face-detection', { headers: { ...withKey(key), prefer: 'wait=5' }, body: { image_url: 'https://example.com/c.jpg' } });
+      expect(res.status).toBe(201);
+      expect(res.body.status).toBe(0);
+      expect(res.headers.get('location')).toMatch(/\/api\/tasks\/task_/);
+      expect(res.headers.get('preference-applied')).toBeNull();
+    } finally {
+      reader.readCurrent = readCurrent;
+    }
+  });
+
   it('a client that disconnects is no longer waited for', async () => {
     const id = await create();
     const abort = new AbortController();
@@ -203,13 +259,64 @@ describe('Prefer: wait at shutdown', () => {
       api.deps.taskWaiters.close();
       const res = await pending;
       expect(res.body.status).toBe(0);
-      expect(res.headers.get('preference-applied')).toBe('wait=60');
+      // Answered early, neither terminal nor after N seconds: the wait was not honoured.
+      expect(res.headers.get('preference-applied')).toBeNull();
       expect(Date.now() - started).toBeLessThan(10_000);
       const later = await api.req('GET', `/api/tasks/${id}`, { headers: { ...withKey(key), prefer: 'wait=60' } });
       expect(later.body.status).toBe(0);
       expect(later.headers.get('preference-applied')).toBeNull();
     } finally {
       await api.close();
+    }
+  });
+});
+
+describe('Prefer header parsing (RFC 7240)', () => {
+  it.each([
+    ['wait=5', 5],
+    ['WAIT = 7', 7],
+    ['wait="9"', 9],
+    ['respond-async, wait=10', 10],
+    ['wait=12; foo=bar', 12],
+    ['wait=600', 60],
+    ['wait=99999999999999', 60],
+    ['wait=abc, wait=5', undefined],
+    ['wait=5, wait=30', 5],
+    ['wait="5', undefined],
+    ['wait=0', undefined],
+    ['wait=-1', undefined],
+    ['wait', undefined],
+    ['waiting=5', undefined],
+    ['', undefined],
+  ])('%j → %j', (header, seconds) => {
+    expect(preferredWaitSeconds(header)).toBe(seconds);
+  });
+});
+
+describe('TaskWaiters limits', () => {
+  it('holds at most N waits per account (others answer at once) and at most M in all', async () => {
+    const subscriber = new Redis(TEST_REDIS_URL);
+    const waiters = new TaskWaiters(5, 2);
+    try {
+      await waiters.listen(subscriber, createLogger({ service: 'test', level: 'silent' }));
+      const a1 = waiters.register('acct_a', 'task_1', 60_000);
+      const a2 = waiters.register('acct_a', 'task_2', 60_000);
+      expect(a1).not.toBeNull();
+      expect(a2).not.toBeNull();
+      expect(waiters.register('acct_a', 'task_3', 60_000)).toBeNull();
+      a1!.end();
+      expect(waiters.register('acct_a', 'task_3', 60_000)).not.toBeNull();
+      expect(waiters.register('acct_b', 'task_4', 60_000)).not.toBeNull();
+      expect(waiters.register('acct_c', 'task_5', 60_000)).not.toBeNull();
+      expect(waiters.register('acct_d', 'task_6', 60_000)).not.toBeNull();
+      expect(waiters.size).toBe(5);
+      expect(waiters.register('acct_e', 'task_7', 60_000)).toBeNull();
+      waiters.close();
+      expect(waiters.size).toBe(0);
+      expect(await a2!.woken).toBe('released');
+    } finally {
+      waiters.close();
+      subscriber.disconnect();
     }
   });
 });

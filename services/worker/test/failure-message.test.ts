@@ -77,8 +77,8 @@ describe('error_message: decoding, timeout, internal errors', () => {
   });
 
   it('the deadline names the kind\'s timeout', () => {
-    expect(messageFor(new Error('aborted'), true, 30_000)).toEqual({ code: 'timeout', message: 'The engine did not finish within 30 s.' });
-    expect(messageFor(new Error('aborted'), true, 500).message).toBe('The engine did not finish within 0.5 s.');
+    expect(messageFor(new Error('aborted'), true, 30_000)).toEqual({ code: 'timeout', message: 'The task did not finish within 30 s.' });
+    expect(messageFor(new Error('aborted'), true, 500).message).toBe('The task did not finish within 0.5 s.');
   });
 
   it('an unexpected error says only that the task was refunded, never what was thrown', () => {
@@ -163,6 +163,22 @@ describe('storable text', () => {
     expect(long).toHaveLength(300);
     expect(long.endsWith('…')).toBe(true);
     expect(safeSentence('  ')).toBeNull();
+    expect(safeSentence(undefined)).toBeNull();
+  });
+
+  it('judges engine text whole before cutting it, and refuses internals', () => {
+    // A key cut short by the 300-character cap would no longer look like a long opaque string.
+    expect(safeSentence(`${'the prompt was refused '.repeat(12)}because it is sk-live-${'A'.repeat(40)}`)).toBeNull();
+    for (const internal of [
+      'Weights missing on gpu-7.corp.internal:8443 at /srv/models/sd15.',
+      'Db user admin:hunter2@10.0.0.5 refused.',
+      'upstream 10.0.0.7 did not answer',
+      'node fe80::1 unreachable',
+      'cannot open C:\\models\\weights.bin',
+      'see ~/logs/engine/today',
+    ]) expect(safeSentence(internal)).toBeNull();
+    expect(safeSentence('prompt is too long (max 1000 characters)')).toBe('Prompt is too long (max 1000 characters).');
+    expect(safeSentence('width and height must be multiples of 8')).toBe('Width and height must be multiples of 8.');
     expect(safeSentence(undefined)).toBeNull();
   });
 });

@@ -10,9 +10,11 @@ export function preferredWaitSeconds(header: string | undefined): number | undef
   if (!header) return undefined;
   for (const preference of header.split(',')) {
     // A preference's own parameters follow `;`; `wait` has none we use.
-    const match = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*$/i.exec(preference.split(';')[0] ?? '');
-    if (!match) continue;
-    const seconds = Number(match[1]);
+    const token = preference.split(';')[0] ?? '';
+    if (!/^\s*wait\s*(=|$)/i.test(token)) continue;
+    // Only the first `wait` counts (RFC 7240 §2), understood or not.
+    const match = /^\s*wait\s*=\s*(?:(\d+)|"(\d+)")\s*$/i.exec(token);
+    const seconds = match ? Number(match[1] ?? match[2]) : 0;
     return seconds >= 1 ? Math.min(seconds, MAX_WAIT_SECONDS) : undefined;
   }
   return undefined;

@@ -2,8 +2,12 @@ import { parseTaskFinished, TASK_FINISHED_CHANNEL } from '@taskapi/domain';
 import type { Logger } from '@taskapi/logger';
 import type { RedisClient } from '@taskapi/service';
 
-/** Why a wait ended: the task's terminal event, the deadline, the client went away, or shutdown. */
-export type WakeReason = 'finished' | 'timeout' | 'gone' | 'released';
+/**
+ * Why a wait ended: the task's terminal event, the deadline, the client went away, shutdown
+ * (`released`), or the subscription was re-established after a reconnect and events published
+ * meanwhile may be lost (`recheck`: read the task again and, if it is not terminal, wait on).
+ */
+export type WakeReason = 'finished' | 'timeout' | 'gone' | 'released' | 'recheck';
 
 export interface Waiter {
   /** Settles once, with the first reason that happened. */
@@ -16,6 +20,10 @@ interface Entry {
   wake(reason: WakeReason): void;
 }
 
+/** Waits one process holds at most, and at most per account (so one account cannot fill them all). */
+export const MAX_WAITERS = 10_000;
+export const MAX_WAITERS_PER_ACCOUNT = 1_000;
+
 /**
  * The `Prefer: wait` requests this process holds, by task. One Redis subscription per process
  * (`TASK_FINISHED_CHANNEL`) is fanned out to them, so a waiting request costs a timer and a map
@@ -23,11 +31,15 @@ interface Entry {
  */
 export class TaskWaiters {
   private readonly byTask = new Map<string, Set<Entry>>();
+  private readonly byAccount = new Map<string, number>();
   private count = 0;
   private subscribed = false;
   private closed = false;
 
-  constructor(private readonly maxWaiters = 10_000) {}
+  constructor(
+    private readonly maxWaiters = MAX_WAITERS,
+    private readonly maxPerAccount = MAX_WAITERS_PER_ACCOUNT,
+  ) {}
 
   /** Subscribes `subscriber` (the process's dedicated pub/sub connection) to terminal events. */
   async listen(subscriber: RedisClient, logger: Logger): Promise<void> {
@@ -38,14 +50,22 @@ export class TaskWaiters {
     });
     let connectedBefore = subscriber.status === 'ready';
     subscriber.on('ready', () => {
-      // ioredis subscribes again after a reconnect, but events published meanwhile are lost:
-      // every waiter reads its task again (and answers, if it is terminal by now).
-      if (connectedBefore) {
-        logger.warn('task waiters woken after Redis subscriber reconnect', { waiters: this.count });
-        this.wakeAll('released');
+      if (!connectedBefore) {
+        connectedBefore = true;
+        return;
       }
-      connectedBefore = true;
-      this.subscribed = true;
+      // After a reconnect, events published while the connection was down are lost. Once the
+      // subscription is confirmed again (ioredis's own resubscribe is sent before 'ready', so this
+      // SUBSCRIBE's reply comes after it), every waiter reads its task again: terminal ones answer,
+      // the others wait on for the rest of their time. No new wait starts until then.
+      subscriber.subscribe(TASK_FINISHED_CHANNEL).then(
+        () => {
+          this.subscribed = true;
+          logger.warn('task waiters re-checking their tasks after a Redis subscriber reconnect', { waiters: this.count });
+          this.wakeAll('recheck');
+        },
+        (err: unknown) => logger.warn('could not subscribe to task events again; waits answer at their deadline', { error: err }),
+      );
     });
     subscriber.on('close', () => {
       this.subscribed = false;
@@ -62,11 +82,15 @@ export class TaskWaiters {
   /**
    * Registers a wait for `publicId`, ending after `timeoutMs` at the latest. Call it *before*
    * reading the task, so its terminal event cannot slip between the read and the wait.
-   * Null when this process cannot wait (no live subscription, too many waiters, shutting down):
+   * Null when this process cannot wait (no live subscription, too many waiters in all or for this
+   * account, shutting down):
    * the caller answers at once, without `Preference-Applied`.
    */
-  register(publicId: string, timeoutMs: number): Waiter | null {
+  register(accountId: string, publicId: string, timeoutMs: number): Waiter | null {
     if (this.closed || !this.subscribed || this.count >= this.maxWaiters) return null;
+    const ofAccount = this.byAccount.get(accountId) ?? 0;
+    if (ofAccount >= this.maxPerAccount) return null;
+    this.byAccount.set(accountId, ofAccount + 1);
     let resolve!: (reason: WakeReason) => void;
     const woken = new Promise<WakeReason>((r) => (resolve = r));
     let done = false;
@@ -79,6 +103,9 @@ export class TaskWaiters {
         set?.delete(entry);
         if (set?.size === 0) this.byTask.delete(publicId);
         this.count--;
+        const left = (this.byAccount.get(accountId) ?? 1) - 1;
+        if (left === 0) this.byAccount.delete(accountId);
+        else this.byAccount.set(accountId, left);
         resolve(reason);
       },
     };

@@ -44,19 +44,22 @@ const testDeliveryId = (): string => `whd_test${randomBase62(18)}`;
 async function takeToken(redis: RedisClient, accountId: string): Promise<void> {
   const key = `taskapi:whtest:{${accountId}}`;
   const replies = await redis.multi().set(key, '0', 'EX', WINDOW_SECONDS, 'NX').incr(key).ttl(key).exec();
-  const count = Number(replies?.[1]?.[1]);
-  const ttl = Number(replies?.[2]?.[1]);
-  if (count > TEST_WEBHOOKS_PER_MINUTE) {
+  const failed = replies?.find(([err]) => err);
+  if (!replies || failed) throw failed?.[0] ?? new Error('rate limit transaction was aborted');
+  const count = Number(replies[1]?.[1]);
+  const ttl = Number(replies[2]?.[1]);
+  // A reply that is not a count refuses rather than lets through.
+  if (!Number.isFinite(count) || count > TEST_WEBHOOKS_PER_MINUTE) {
     throw new ApiError('RATE_LIMITED', { fields: { limit: TEST_WEBHOOKS_PER_MINUTE, window: 'minute', retry_after: Math.max(1, ttl) } });
   }
 }
 
 /** The first bytes of the answer as printable text: no NUL, no half surrogate, no cut character. */
-function excerpt(body: Buffer): string | null {
+function excerpt(body: Buffer, truncated: boolean): string | null {
   if (body.length === 0) return null;
-  const text = body.subarray(0, TEST_EXCERPT_BYTES).toString('utf8');
-  // A character the byte cut split decodes as a trailing U+FFFD: drop it.
-  return storableText(text).replace(/\uFFFD$/, '');
+  const text = storableText(body.subarray(0, TEST_EXCERPT_BYTES).toString('utf8'));
+  // A character the byte cut split decodes as a trailing U+FFFD: drop it (only when there was a cut).
+  return truncated || body.length > TEST_EXCERPT_BYTES ? text.replace(/\uFFFD+$/, '') : text;
 }
 
 /**
@@ -86,7 +89,7 @@ export async function sendTestWebhook(deps: TestWebhookDeps, accountId: string, 
   try {
     const res = await deps.egress.request({ method: 'POST', url, headers, body, timeoutMs: deps.timeoutMs, maxResponseBytes: TEST_EXCERPT_BYTES });
     result.status_code = res.status;
-    result.response_excerpt = excerpt(res.body);
+    result.response_excerpt = excerpt(res.body, res.truncated);
     if (res.status < 200 || res.status > 299) result.error = `HTTP ${res.status}`;
   } catch (err) {
     if (!(err instanceof EgressError)) throw err;

@@ -20,7 +20,9 @@ export interface WaitOutcome {
  * `Prefer: wait=N`: the task once terminal, or after `seconds` as it is then.
  * The waiter is registered before the task is read, and the terminal event is published by the
  * same Redis script that sets the status marker: so either the read sees the terminal marker, or
- * the event arrives after registration. No query runs while waiting.
+ * the event arrives after registration. No query runs while waiting. After a subscriber reconnect
+ * the task is read again (events may have been lost) and, if still not terminal, waited for anew
+ * until the same deadline. At shutdown the current state is answered at once, not applied.
  *
  * @param onGone registers a callback for the client's disconnect.
  */
@@ -31,15 +33,29 @@ export async function waitForTask(
   seconds: number,
   onGone: (cb: () => void) => void,
 ): Promise<WaitOutcome> {
-  const waiter = deps.taskWaiters.register(publicId, seconds * 1000);
-  if (!waiter) return { row: await deps.taskReader.readCurrent(accountId, publicId), applied: false, gone: false };
-  onGone(() => waiter.end('gone'));
+  const read = () => deps.taskReader.readCurrent(accountId, publicId);
+  const deadline = Date.now() + seconds * 1000;
+  let waiter = deps.taskWaiters.register(accountId, publicId, seconds * 1000);
+  if (!waiter) return { row: await read(), applied: false, gone: false };
+  let gone = false;
+  onGone(() => {
+    gone = true;
+    waiter?.end('gone');
+  });
   try {
-    const row = await deps.taskReader.readCurrent(accountId, publicId);
-    if (!row || isTerminalStatus(row.status)) return { row, applied: true, gone: false };
-    const reason = await waiter.woken;
-    if (reason === 'gone') return { row, applied: true, gone: true };
-    return { row: await deps.taskReader.readCurrent(accountId, publicId), applied: true, gone: false };
+    for (;;) {
+      const row = await read();
+      if (!row || isTerminalStatus(row.status)) return { row, applied: true, gone: false };
+      const reason = await waiter.woken;
+      if (reason === 'gone' || gone) return { row, applied: true, gone: true };
+      if (reason === 'released') return { row: await read(), applied: false, gone: false };
+      if (reason !== 'recheck') return { row: await read(), applied: true, gone: false };
+      const left = deadline - Date.now();
+      const again = left > 0 ? deps.taskWaiters.register(accountId, publicId, left) : null;
+      if (!again) return { row: await read(), applied: left <= 0, gone: false };
+      waiter = again;
+      if (gone) return { row: null, applied: true, gone: true };
+    }
   } finally {
     waiter.end();
   }

@@ -123,7 +123,12 @@ export function createTaskRoute(kind: TaskKind) {
         }
       }
       // `Prefer: wait`: the created task once it is terminal (or after N seconds), still as a 201.
-      const waited = await applyPreferWait(deps, headers.prefer, principal.accountId, row.public_id, res);
+      // The task is committed and paid for by now: a failed wait (Redis or PostgreSQL down) must
+      // not turn the creation into an error a client would retry, so it answers the created task.
+      const waited = await applyPreferWait(deps, headers.prefer, principal.accountId, row.public_id, res).catch((err: unknown) => {
+        logger.warn('waiting for a created task failed; answering the created task', { public_id: row.public_id, error: err });
+        return undefined;
+      });
       if (waited?.gone) return { sent: true };
       const answer = waited?.row ?? row;
       return { status: 201, jsonText: renderTask(answer, await deps.fileLinks.forRows([answer])), headers: { ...out, ...waited?.headers } };
