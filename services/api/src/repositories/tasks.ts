@@ -61,6 +61,31 @@ SELECT ordinal, task_id, created_at, available, grant_expired
   }),
 );
 
+// The console's usage report: an index-only scan of `tasks_usage_idx` over the account's window
+// (migration 20261127000000). `date_bin` is plain arithmetic on the instant: UTC days whatever the
+// session's time zone, and cheaper per row than `AT TIME ZONE`.
+export const USAGE_SINCE = statement(
+  'task-usage-since',
+  `
+SELECT date_bin('1 day', created_at, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS day, kind, status,
+       count(*)::int AS tasks, sum(cost)::int8::text AS cost
+  FROM tasks
+ WHERE account_id = $1 AND created_at >= $2
+ GROUP BY 1, 2, 3`,
+  z.object({
+    /** Midnight UTC starting the day. */
+    day: z.date(),
+    kind: z.enum(TASK_KINDS),
+    status: z.number(),
+    tasks: z.number(),
+    /** Sum of `cost` (int8, sent as text). */
+    cost: z.string().transform(Number),
+  }),
+);
+
+/** The account's tasks of one UTC day, kind and current status: how many, and their summed cost. */
+export type UsageRow = z.output<typeof USAGE_SINCE.row>;
+
 /** The outcome of one creation in `create_tasks`. */
 export type CreationOutcome = z.output<typeof CREATE_TASKS.row>;
 
@@ -142,6 +167,11 @@ export class TaskRepository {
     values.push(q.limit);
     const text = `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`;
     return queryRows(this.pool, statement(name, text, taskRow), values);
+  }
+
+  /** The account's tasks created at or after `since`, counted per UTC day, kind and status. */
+  usageSince(accountId: string, since: Date): Promise<UsageRow[]> {
+    return queryRows(this.pool, USAGE_SINCE, [accountId, since]);
   }
 
   /**

@@ -12,6 +12,8 @@ import { loginRoute } from './auth/login';
 import { logoutRoute } from './auth/logout';
 import { getConsoleTaskRoute } from './console-tasks/get-console-task';
 import { getConsoleTaskFileRoute } from './console-tasks/get-console-task-file';
+import { getConsoleTaskInputRoute } from './console-tasks/get-console-task-input';
+import { getConsoleUsageRoute } from './console-tasks/get-console-usage';
 import { listConsoleTasksRoute } from './console-tasks/list-console-tasks';
 import { createKeyRoute } from './keys/create-key';
 import { listKeysRoute } from './keys/list-keys';
@@ -55,6 +57,8 @@ export const ROUTES: readonly Route[] = [
   listConsoleTasksRoute,
   getConsoleTaskRoute,
   getConsoleTaskFileRoute,
+  getConsoleTaskInputRoute,
+  getConsoleUsageRoute,
   listDeliveriesRoute,
   resendDeliveryRoute,
   sendTestWebhookRoute,

@@ -73,6 +73,26 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/**
+ * Builds an SVG element (charts, face boxes, latency bars): attributes set as attributes, never a
+ * `style` string (CSP style-src 'self'); `text` sets the text; children are nodes or strings.
+ */
+export function svgEl(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === 'text') node.textContent = value;
+    else node.setAttribute(name, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
 /** Replaces the children of the element with id `id`. */
 export function fill(id, ...children) {
   const target = document.getElementById(id);

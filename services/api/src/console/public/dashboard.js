@@ -1,6 +1,37 @@
-// Dashboard: paid balance, trial grants with remaining quota and expiry, recent tasks.
-import { api, badge, el, fill, startPage, table, time } from './common.js';
+// Dashboard: paid balance, trial grants with remaining quota and expiry, usage charts, recent tasks.
+import { api, badge, el, fill, notifyError, startPage, table, time } from './common.js';
 import { taskTable } from './tasks-view.js';
+import { drawUsage } from './usage-chart.js';
+
+const usageBox = document.getElementById('usage');
+const daysSelect = document.getElementById('usage-days');
+let usage = null;
+// The width the charts were drawn for.
+let drawnWidth = 0;
+
+/** Loads the chosen period's usage and draws it; a failure is said in place of the charts. */
+async function showUsage() {
+  usageBox.setAttribute('aria-busy', 'true');
+  try {
+    usage = await api(`/api/console/usage?days=${encodeURIComponent(daysSelect.value)}`);
+    drawnWidth = usageBox.clientWidth;
+    drawUsage(usageBox, usage);
+  } catch (err) {
+    usage = null;
+    usageBox.replaceChildren(el('p', { class: 'error', text: `Usage could not be loaded: ${err.message}` }));
+  } finally {
+    usageBox.removeAttribute('aria-busy');
+  }
+}
+
+// The charts are drawn to the width they have: redraw when it changes (a window resize, a phone turned).
+new ResizeObserver(() => {
+  const width = usageBox.clientWidth;
+  if (usage && width !== drawnWidth) {
+    drawnWidth = width;
+    requestAnimationFrame(() => drawUsage(usageBox, usage));
+  }
+}).observe(usageBox);
 
 /** A grant's state in one word: usable, expired or used up. */
 function grantState(grant) {
@@ -9,6 +40,8 @@ function grantState(grant) {
 }
 
 startPage(async () => {
+  daysSelect.addEventListener('change', () => showUsage().catch(notifyError));
+  const shown = showUsage();
   const [balance, tasks] = await Promise.all([api('/api/credits/balance'), api('/api/console/tasks?limit=10')]);
   document.getElementById('paid-balance').textContent = String(balance.paid_balance);
   fill(
@@ -26,4 +59,5 @@ startPage(async () => {
     ),
   );
   fill('recent-tasks', taskTable(tasks.data));
+  await shown;
 });

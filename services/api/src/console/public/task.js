@@ -1,6 +1,8 @@
-// One task: status, payload, input, result, files (image and video previews) and its webhook deliveries.
+// One task: its summary, its result for people (thumbnails, a video player, face boxes on the
+// image), its files, its webhook deliveries with every attempt, and input, payload and result as JSON.
 import { api, ApiError, badge, el, fill, notifyError, startPage, time } from './common.js';
 import { showDeliveries } from './deliveries-view.js';
+import { renderFiles, renderOutput } from './task-output.js';
 import { KIND_LABEL } from './tasks-view.js';
 
 /** The id from `/app/tasks/<id>` (a trailing slash allowed); a broken %-escape is kept as typed. */
@@ -31,15 +33,19 @@ function summaryRow(term, value) {
   return [el('dt', { text: term }), el('dd', {}, value)];
 }
 
-function preview(file) {
-  const caption = el('figcaption', {}, el('a', { href: file.url, target: '_blank', rel: 'noopener' }, file.name), ` · ${file.content_type} · ${file.size} bytes`);
-  if (file.content_type.startsWith('image/')) {
-    return el('figure', { class: 'preview' }, el('img', { src: file.url, alt: `Output image ${file.name}`, loading: 'lazy' }), caption);
-  }
-  if (file.content_type.startsWith('video/')) {
-    return el('figure', { class: 'preview' }, el('video', { src: file.url, controls: true, preload: 'metadata', 'aria-label': `Output video ${file.name}` }), caption);
-  }
-  return el('figure', { class: 'preview' }, caption);
+/** "2.4 s", "3 min 5 s": how long something took, or null when it has not happened. */
+function duration(fromIso, toIso) {
+  if (!fromIso || !toIso) return null;
+  const ms = new Date(toIso).getTime() - new Date(fromIso).getTime();
+  if (ms < 1000) return `${Math.max(0, ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  return minutes < 60 ? `${minutes} min ${Math.round((ms % 60_000) / 1000)} s` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+function timeWithDuration(iso, label, fromIso) {
+  const took = duration(fromIso, iso);
+  return el('span', {}, time(iso), took ? el('span', { class: 'muted', text: ` (${label} ${took})` }) : null);
 }
 
 async function render() {
@@ -60,21 +66,20 @@ async function render() {
     'task-summary',
     summaryRow('Status', badge(task.status)),
     summaryRow('Kind', KIND_LABEL[task.kind] ?? task.kind),
-    summaryRow('Cost', `${task.cost} credit${task.cost === 1 ? '' : 's'}`),
-    task.error_code ? summaryRow('Error code', el('code', { text: task.error_code })) : null,
-    task.error_message ? summaryRow('Error', el('span', { text: task.error_message })) : null,
+    // Failed and cancelled tasks are refunded in full (the Result section says why it failed).
+    summaryRow('Cost', `${task.cost} credit${task.cost === 1 ? '' : 's'}${(task.status === 30 || task.status === 40) && task.cost > 0 ? ', refunded' : ''}`),
     summaryRow('Created', time(task.created_at)),
-    summaryRow('Started', time(task.started_at)),
-    summaryRow('Finished', time(task.finished_at)),
+    summaryRow('Started', timeWithDuration(task.started_at, 'after', task.created_at)),
+    // A task cancelled (or swept) while queued never started: then the time since its creation.
+    summaryRow('Finished', task.started_at ? timeWithDuration(task.finished_at, 'ran', task.started_at) : timeWithDuration(task.finished_at, 'after', task.created_at)),
     summaryRow('Callback URL', task.callback_url ? el('span', { class: 'mono url', text: task.callback_url }) : el('span', { class: 'muted', text: 'none' })),
   );
   document.getElementById('task-input').textContent = json(task.input);
   document.getElementById('task-payload').textContent = json(task.payload);
   document.getElementById('task-result').textContent = json(task.result);
-  // Retention (RETENTION_DAYS) deleted them: say so rather than "No files.".
-  const noFiles = task.files_expired_at ? el('p', { class: 'muted' }, ['Files expired: deleted ', time(task.files_expired_at), '.']) : el('p', { class: 'muted', text: 'No files.' });
-  fill('task-files', task.files.length ? el('div', { class: 'previews' }, task.files.map(preview)) : noFiles);
-  await showDeliveries('task-deliveries', { publicId, empty: noDeliveries(task) });
+  fill('task-output', renderOutput(task));
+  fill('task-files', renderFiles(task));
+  await showDeliveries('task-deliveries', { publicId, empty: noDeliveries(task), detailed: true });
 }
 
 document.getElementById('task-id').textContent = publicId;
