@@ -19,3 +19,4 @@ export type { LocalRedisCluster } from './redis-cluster';
 export { freePort } from './free-port';
 export { startSwift, SWIFT_CREDENTIALS, SWIFT_PACKAGES } from './swift';
 export type { SwiftServer } from './swift';
+export { installClientPackage } from './client-package';

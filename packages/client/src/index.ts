@@ -1,0 +1,31 @@
+// @taskapi/client: the Task API from JavaScript and TypeScript (DESIGN §12). No runtime
+// dependencies; fetch and Web Crypto only, so it runs in Node ≥ 20, browsers and edge runtimes.
+export { TaskApi, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, type TaskApiOptions } from './client';
+export { TaskApiError, TaskApiConnectionError, TaskApiTimeoutError, TaskWaitTimeoutError, WebhookVerificationError } from './errors';
+export { Tasks, TERMINAL_STATUSES, DEFAULT_LONG_POLL_SECONDS, type TaskOf, type CreateOptions, type ListOptions, type RequestOptions, type WaitOptions } from './tasks';
+export { Files, DEFAULT_DOWNLOAD_TIMEOUT_MS, type DownloadOptions } from './files';
+export { verifyWebhook, DEFAULT_TOLERANCE_SECONDS, type VerifyWebhookOptions } from './webhooks';
+export type { AnyHeaders, HeaderRecord, HeadersLike } from './headers';
+export { VERSION } from './version';
+export { TASK_KINDS } from './generated';
+export type {
+  CreateFaceDetectionTask,
+  CreateImageTask,
+  CreateTaskInputs,
+  CreateVideoTask,
+  ErrorBody,
+  ExpiredTrialKey,
+  FaceCoordinate,
+  FaceDetectionResult,
+  InsufficientCredits,
+  RateLimited,
+  Task,
+  TaskErrorCode,
+  TaskFile,
+  TaskInput,
+  TaskKind,
+  TaskList,
+  TaskStatus,
+  ValidationError,
+  WebhookEvent,
+} from './generated';
