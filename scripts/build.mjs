@@ -115,6 +115,14 @@ export async function buildAll({ quiet = false } = {}) {
       written.add(target);
     }
   }
+  // The quickstart's scripts, which /docs shows as they are (QUICKSTART_SNIPPETS in
+  // services/api/src/routes/docs.ts): those files only, not whatever else the folder holds
+  // (a __pycache__, an editor's backup).
+  for (const name of ['quickstart.sh', 'quickstart.py', 'quickstart.mjs']) {
+    const target = path.join(outdir, 'docs/quickstart', name);
+    writeAtomically(target, fs.readFileSync(path.join(root, 'docs/quickstart', name)));
+    written.add(target);
+  }
   // Whatever an earlier build left that this one did not write (a removed entry or asset).
   for (const file of filesUnder(outdir)) if (!written.has(file) && !file.endsWith('.tmp')) fs.rmSync(file, { force: true });
   if (!quiet) console.log(`built ${Object.keys(ENTRIES).length} entry points into dist/ in ${Date.now() - started} ms`);

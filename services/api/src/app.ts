@@ -38,7 +38,7 @@ export function createApp(deps: ApiDeps): express.Express {
   });
 
   // Pages for people, not API: Swagger UI, the console, and the operators' queue board.
-  app.use(docsPages());
+  app.use(docsPages(deps.config.publicBaseUrl));
   app.use(BULL_BOARD_PATH, ...bullBoardRoutes(deps, adminAuth(deps.config, deps.logger, BULL_BOARD_PATH)));
   app.use('/app', consolePages());
 

@@ -1,3 +1,4 @@
+import { TASK_ERROR_CODES } from '@taskapi/domain';
 import { TEST_PASSWORD } from '@taskapi/testing';
 import { createApp } from '../src/app';
 import { expressPath } from '../src/http/route';
@@ -9,12 +10,14 @@ import { createKey, seedAccount, startApi, withKey, type TestAccount, type TestA
 const ROUTE_LIST = REGISTRY.map((r) => `${r.method.toUpperCase()} ${expressPath(r.path)}`);
 
 /**
- * Registered but deliberately not in the document: HTML pages, not API — the Swagger UI page and the
+ * Registered but deliberately not in the document: HTML pages, not API — the quickstart and Swagger UI page, its files, and the
  * console pages (static assets are middleware).
  */
 const UNDOCUMENTED_ROUTES = [
   'GET /docs',
   'GET /docs/init.js',
+  'GET /docs/docs.css',
+  'GET /docs/quickstart/:file',
   'GET /app/login',
   'GET /app',
   'GET /app/tasks',
@@ -168,6 +171,67 @@ describe('OpenAPI document', () => {
   });
 });
 
+describe('OpenAPI document for integrators', () => {
+  /** Every operation, from `paths` and `webhooks`, as `[name, operation]`. */
+  const everyOperation = (): Array<[string, any]> =>
+    [...Object.entries(openApiDocument.paths as Record<string, any>), ...Object.entries(openApiDocument.webhooks as Record<string, any>)].flatMap(
+      ([path, item]) => Object.entries(item as Record<string, any>).filter(([m]) => HTTP_METHODS.includes(m)).map(([m, op]): [string, any] => [`${m.toUpperCase()} ${path}`, op]),
+    );
+
+  it('names its server: the deployment serving it, or else the origin it came from', () => {
+    expect(openApiDocument.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+    expect(buildDocument('https://tasks.acme.test').servers).toEqual([{ url: 'https://tasks.acme.test', description: 'This deployment.' }]);
+  });
+
+  it('has an example for every response with a JSON or text body (2xx and errors)', () => {
+    const missing: string[] = [];
+    for (const [name, op] of everyOperation()) {
+      for (const [status, response] of Object.entries(op.responses as Record<string, any>)) {
+        const resolved = response.$ref ? (resolvePointer(response.$ref) as any) : response;
+        for (const [type, media] of Object.entries((resolved.content ?? {}) as Record<string, any>)) {
+          // File bodies (images, videos, whatever a task produced) are bytes: nothing to show.
+          if (/json|^text\//.test(type) && media.example === undefined && Object.keys(media.examples ?? {}).length === 0) missing.push(`${name} ${status} ${type}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('every example of a declared response body is a body the route may send', () => {
+    for (const route of REGISTRY) {
+      for (const [status, spec] of Object.entries(route.responses)) {
+        const media = operation(`${route.method.toUpperCase()} ${expressPath(route.path)}`).responses[status].content?.['application/json'];
+        if (!spec.schema || !media) continue;
+        for (const [name, example] of Object.entries((media.examples ?? {}) as Record<string, { value: unknown }>)) {
+          const issues = spec.schema.safeParse(example.value).error?.issues ?? 'ok';
+          expect({ route: route.operationId, status, name, issues }).toEqual({ route: route.operationId, status, name, issues: 'ok' });
+        }
+      }
+    }
+  });
+
+  it('every tag in use is declared with a description, and every declared tag is used', () => {
+    const used = new Set(everyOperation().flatMap(([, op]) => op.tags as string[]));
+    const declared = openApiDocument.tags as Array<{ name: string; description?: string }>;
+    expect(declared.map((t) => t.name).sort()).toEqual([...used].sort());
+    for (const tag of declared) expect({ tag: tag.name, described: (tag.description ?? '').length > 10 }).toEqual({ tag: tag.name, described: true });
+  });
+
+  it('lists every task error_code with its meaning', () => {
+    const description = openApiDocument.components.schemas.TaskErrorCode.description as string;
+    const listed = openApiDocument.components.schemas.TaskErrorCode.anyOf.find((s: any) => s.enum)?.enum;
+    expect(listed).toEqual([...TASK_ERROR_CODES]);
+    for (const code of TASK_ERROR_CODES) expect({ code, explained: new RegExp(`\`${code}\`: \\S`).test(description) }).toEqual({ code, explained: true });
+  });
+
+  it('documents the notification as a webhook, not as a path of the API', () => {
+    const hook = openApiDocument.webhooks.taskFinished.post;
+    expect(hook.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/WebhookEvent' });
+    expect(hook.parameters.map((p: any) => p.name)).toEqual(expect.arrayContaining(['X-Signature', 'X-Timestamp', 'webhook-id', 'webhook-signature']));
+    expect(Object.keys(openApiDocument.paths).filter((p) => /webhook/i.test(p) && !p.startsWith('/api/webhook-'))).toEqual([]);
+  });
+});
+
 describe('OpenAPI document against the running app', () => {
   let api: TestApi;
   let account: TestAccount;
@@ -191,6 +255,12 @@ describe('OpenAPI document against the running app', () => {
     // Bull Board (operators, basic auth) brings its own routes under /admin/queues; it is not API.
     const routes = registeredRoutes(app).filter((r) => !splitRoute(r).path.startsWith('/admin/queues'));
     expect(routes).toEqual([...ROUTE_LIST, ...UNDOCUMENTED_ROUTES].sort());
+  });
+
+  it('serves the document naming this deployment (PUBLIC_BASE_URL) as its server', async () => {
+    const res = await api.req('GET', '/api/openapi.json');
+    expect(res.body.servers).toEqual([{ url: api.config.publicBaseUrl, description: 'This deployment.' }]);
+    expect(res.body.servers[0].url).toBe(api.url);
   });
 
   it('the generic 404 is what an unknown path gets (so the checks below can tell)', async () => {

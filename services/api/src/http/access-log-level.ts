@@ -4,7 +4,7 @@ import { BULL_BOARD_PATH } from '../routes/bull-board';
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics', '/favicon.ico']);
 
 /** Static files (the console's, Swagger UI's and Bull Board's): many per page view, never interesting alone. */
-const QUIET_PREFIXES = ['/app/assets/', '/docs/assets/', '/docs/init.js', `${BULL_BOARD_PATH}/static/`];
+const QUIET_PREFIXES = ['/app/assets/', '/docs/assets/', '/docs/init.js', '/docs/docs.css', `${BULL_BOARD_PATH}/static/`];
 
 /**
  * The level of a request's access-log line: `debug` for health checks, metrics scrapes and static

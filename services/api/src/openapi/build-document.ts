@@ -9,10 +9,21 @@ import { errorSchema, expiredTrialKeySchema, insufficientCreditsSchema, rateLimi
 import { loginRateLimitedSchema } from '../schemas/console';
 import { ERROR_EXAMPLE_FIELDS, ERROR_RESPONSE_NOTES } from './error-docs';
 import { RESPONSE_HEADERS, type ResponseHeader } from './headers';
+import { RESPONSE_EXAMPLES } from './response-examples';
 
 type Json = Record<string, unknown>;
 
 const COMPONENT_REF = '#/components/schemas/';
+
+/**
+ * What Node's HTTP server answers itself, for any path, before a request reaches the app: no route
+ * can change it, so every operation lists it once as a range.
+ */
+const PROTOCOL_ERROR: Json = {
+  description:
+    'Refused by the HTTP server before any endpoint sees it, with an empty body and `Connection: close`: `400` for a request ' +
+    'that is not valid HTTP/1.1, `431` when the request line and headers exceed 16 KiB.',
+};
 
 /** Body schema of each error code that adds fields to `message`. */
 const ERROR_BODIES: Partial<Record<ErrorCode, z.ZodType>> = {
@@ -142,15 +153,17 @@ function errorResponses(route: Route, schemas: SchemaCollector, usedHeaders: Set
   return out;
 }
 
-function successResponse(route: Route, spec: ResponseSpec, schemas: SchemaCollector, usedHeaders: Set<ResponseHeader>): Json {
+function successResponse(route: Route, status: string, spec: ResponseSpec, schemas: SchemaCollector, usedHeaders: Set<ResponseHeader>): Json {
   const base: ResponseHeader[] = route.auth === 'apiKey' ? ['X-Request-Id', 'RateLimit-Policy', 'RateLimit'] : ['X-Request-Id'];
   const out: Json = { description: spec.description, headers: headerObjects([...base, ...(spec.headers ?? [])], usedHeaders) };
+  const examples = spec.examples ?? RESPONSE_EXAMPLES[route.operationId]?.[Number(status)];
   if (spec.schema) {
     const media: Json = { schema: schemas.toJson(spec.schema, 'output') };
-    if (spec.examples) media.examples = spec.examples;
+    if (examples) media.examples = examples;
     out.content = { 'application/json': media };
   } else if (spec.content) {
-    out.content = spec.content;
+    // Binary bodies (files) have no example to show; text and JSON ones do.
+    out.content = Object.fromEntries(Object.entries(spec.content).map(([type, media]) => [type, examples && type !== '*/*' ? { ...media, examples } : media]));
   }
   return out;
 }
@@ -185,8 +198,11 @@ const SECURITY: Record<Route['auth'], Json[]> = {
 
 function operation(route: Route, schemas: SchemaCollector, usedHeaders: Set<ResponseHeader>): Json {
   const responses: Record<string, Json> = {};
-  for (const [status, spec] of Object.entries(route.responses)) responses[status] = successResponse(route, spec, schemas, usedHeaders);
+  for (const [status, spec] of Object.entries(route.responses)) responses[status] = successResponse(route, status, spec, schemas, usedHeaders);
   for (const [status, response] of Object.entries(errorResponses(route, schemas, usedHeaders))) responses[status] ??= response;
+  // Every operation, whatever its own errors: Node's HTTP server answers some requests itself, before
+  // any route runs (400 for a malformed request, 431 for headers too large), without our JSON body.
+  responses['4XX'] = { $ref: '#/components/responses/ProtocolError' };
   const op: Json = {
     tags: [route.tag],
     operationId: route.operationId,
@@ -228,6 +244,7 @@ export function buildDocument(routes: readonly Route[], doc: DocumentInfo): Json
     ...extra,
     components: {
       securitySchemes: doc.securitySchemes,
+      responses: { ProtocolError: PROTOCOL_ERROR },
       schemas: Object.fromEntries(Object.entries(schemas.components).sort(([a], [b]) => a.localeCompare(b))),
       headers: Object.fromEntries(
         [...usedHeaders].sort().map((key) => {

@@ -21,11 +21,18 @@ request carrying \`X-Api-Key\`.
 **Task status**: \`0\` queued, \`10\` processing, \`20\` completed, \`30\` failed (credits refunded, \`error_code\` and \`error_message\` set),
 \`40\` cancelled (credits refunded, no webhook).`;
 
-let cached: { document: Record<string, unknown>; json: string } | undefined;
+/** The server a document names when no deployment is given (tests, tools): wherever the document was fetched from. */
+const SAME_ORIGIN = '/';
+
+/** The terms, on the /docs page (routes/docs.ts). */
+const LICENSE_PATH = '/docs#license';
+
+let cached: Record<string, unknown> | undefined;
+const jsonByServer = new Map<string, string>();
 
 function build() {
   const document = buildDocument(ROUTES, {
-    info: { title: 'Task API', version: '1.0.0', description: DESCRIPTION },
+    info: { title: 'Task API', version: '1.0.0', description: DESCRIPTION, license: { name: 'Proprietary; the quickstart scripts are MIT-licensed sample code', url: LICENSE_PATH } },
     tags: [
       { name: 'Tasks', description: 'Create, list, get and cancel tasks; download their files. API key.' },
       { name: 'Console session', description: 'Log in and out of the console.' },
@@ -60,17 +67,32 @@ function build() {
     },
     extra: (toJson) => ({ webhooks: webhooks(toJson) }),
   });
-  return { document, json: JSON.stringify(document) };
+  return document;
 }
 
-/** The document (built once, on first use). */
-export function openApiDocument(): Record<string, unknown> {
+/**
+ * The document naming `serverUrl` (the deployment's `PUBLIC_BASE_URL`) in `servers`, or without one
+ * the origin it is served from; built once, on first use.
+ */
+export function openApiDocument(serverUrl?: string): Record<string, unknown> {
   cached ??= build();
-  return cached.document;
+  const { openapi, info, ...rest } = cached as { openapi: string; info: { license: { url: string } } };
+  if (!serverUrl) return { openapi, info, servers: [{ url: SAME_ORIGIN, description: 'The server this document is served from.' }], ...rest };
+  return {
+    openapi,
+    info: { ...info, license: { ...info.license, url: `${serverUrl}${LICENSE_PATH}` } },
+    servers: [{ url: serverUrl, description: 'This deployment.' }],
+    ...rest,
+  };
 }
 
-/** The document as served by `GET /api/openapi.json`. */
-export function openApiJson(): string {
-  cached ??= build();
-  return cached.json;
+/** The document as served by `GET /api/openapi.json` of the deployment at `serverUrl`. */
+export function openApiJson(serverUrl?: string): string {
+  const key = serverUrl ?? SAME_ORIGIN;
+  let json = jsonByServer.get(key);
+  if (json === undefined) {
+    json = JSON.stringify(openApiDocument(serverUrl));
+    jsonByServer.set(key, json);
+  }
+  return json;
 }

@@ -19,6 +19,8 @@ export const webhooks = (toJson: (schema: z.ZodType, io: 'input' | 'output') => 
       tags: ['Webhooks'],
       operationId: 'taskFinishedWebhook',
       summary: 'A task completed or failed',
+      // The service sends no credentials: the receiver authenticates the request by its signature.
+      security: [],
       description:
         "Sent by the service to the task's `callback_url` when the task reaches status 20 (completed) or 30 (failed); never for " +
         '40 (cancelled) and never without a `callback_url`.\n\n' +

@@ -76,7 +76,7 @@ export function createTaskRoute(kind: TaskKind) {
     method: 'post',
     path: `/api/tasks/${kind}`,
     tag: 'Tasks',
-    summary: `Create a ${title.toLowerCase()} task`,
+    summary: `Create ${/^[aeiou]/i.test(title) ? 'an' : 'a'} ${title.toLowerCase()} task`,
     description:
       `${description}\n\nA paid key draws on the account's paid balance, a trial key on its grant's remaining quota ` +
       '(costs are configurable). Failed (30) and cancelled (40) tasks are refunded in full. When the task completes or fails ' +

@@ -17,8 +17,17 @@ export const FILE_RESPONSES: Record<number, ResponseSpec> = {
   200: { description: 'The file.', headers: ['Content-Disposition', 'Cache-Control-File', 'Content-Type-File'], content: binary },
   206: { description: 'The requested byte range of the file (`Range` request).', headers: ['Content-Disposition', 'Content-Range'], content: binary },
   304: { description: 'Conditional request (`If-None-Match` / `If-Modified-Since`) and the file is unchanged.', headers: ['ETag'] },
-  412: { description: '`If-Match` / `If-Unmodified-Since` precondition failed: `Malformed request.`', schema: errorSchema },
-  416: { description: 'The `Range` cannot be satisfied: `Malformed request.`', schema: errorSchema, headers: ['Content-Range'] },
+  412: {
+    description: '`If-Match` / `If-Unmodified-Since` precondition failed: `Malformed request.`',
+    schema: errorSchema,
+    examples: { MALFORMED_REQUEST: { summary: 'The file does not match `If-Match`', value: { message: 'Malformed request.' } } },
+  },
+  416: {
+    description: 'The `Range` cannot be satisfied: `Malformed request.`',
+    schema: errorSchema,
+    headers: ['Content-Range'],
+    examples: { MALFORMED_REQUEST: { summary: 'A `Range` beyond the end of the file', value: { message: 'Malformed request.' } } },
+  },
 };
 
 /** Whether an `If-Match` / `If-None-Match` list names `etag` (or is `*`). */
