@@ -1,5 +1,5 @@
 import net from 'node:net';
-import type { ConnectionOptions } from 'node:tls';
+import tls, { type ConnectionOptions } from 'node:tls';
 import { Agent, request } from 'undici';
 import { classifyAddress } from './address-policy';
 import { BLOCKED, blockedMessage, checkedLookup, systemResolver, type HostResolver } from './checked-lookup';
@@ -65,6 +65,9 @@ export interface EgressClient {
   close(): Promise<void>;
 }
 
+/** Open connections to one origin (callback host or image host) at a time, per process. */
+export const MAX_CONNECTIONS_PER_HOST = 32;
+
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH)/;
 
 interface ErrorLike {
@@ -123,7 +126,15 @@ export function hostAddress(url: URL): string | null {
  */
 export function createEgressClient(opts: EgressOptions): EgressClient {
   const agent = new Agent({
-    connect: { lookup: checkedLookup(opts.resolve ?? systemResolver, opts.allowPrivateNetworks), ...opts.tls },
+    connect: {
+      lookup: checkedLookup(opts.resolve ?? systemResolver, opts.allowPrivateNetworks),
+      // One trust store for every connection: built per connection (the default), it was a large
+      // share of each new connection's CPU. Same roots: Node's store, NODE_EXTRA_CA_CERTS, or `ca`.
+      secureContext: tls.createSecureContext({ ...opts.tls }),
+    },
+    // Connections are kept and reused per origin (scheme, host, port), at most this many each;
+    // more requests to one host wait for a free connection, within their own deadline.
+    connections: MAX_CONNECTIONS_PER_HOST,
     keepAliveTimeout: 4_000,
   });
 

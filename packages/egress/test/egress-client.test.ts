@@ -1,6 +1,7 @@
+import https from 'node:https';
 import net from 'node:net';
-import { startHttpsReceiver, testCa, type HttpsReceiver } from '@taskapi/testing';
-import { createEgressClient, EgressError, type EgressClient, type EgressRequest } from '../src';
+import { startHttpsReceiver, testCa, waitFor, type HttpsReceiver } from '@taskapi/testing';
+import { createEgressClient, EgressError, MAX_CONNECTIONS_PER_HOST, type EgressClient, type EgressRequest } from '../src';
 
 const get = (url: string, extra: Partial<EgressRequest> = {}): EgressRequest => ({
   method: 'GET',
@@ -112,5 +113,44 @@ describe('egress client against a real HTTPS server with its own CA', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     const err = await failure(client.request(get(`https://localhost:${port}/`)));
     expect(err.code).toBe('connect_failure');
+  });
+});
+
+describe('egress client connections', () => {
+  it('reuses connections to a host and opens at most MAX_CONNECTIONS_PER_HOST to it', async () => {
+    const ca = testCa();
+    let handshakes = 0;
+    let holding = true;
+    const held: Array<() => void> = [];
+    const server = https.createServer({ key: ca.serverKey, cert: ca.serverCert }, (req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const answer = () => res.writeHead(204).end();
+        if (holding && req.url === '/hold') held.push(answer);
+        else answer();
+      });
+    });
+    server.on('secureConnection', () => handshakes++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `https://localhost:${(server.address() as net.AddressInfo).port}`;
+    const client = createEgressClient({ allowPrivateNetworks: true, tls: { ca: ca.caCert } });
+    try {
+      for (let i = 0; i < 10; i++) expect((await client.request(get(`${url}/one/${i}`))).status).toBe(204);
+      // undici frees a connection one event-loop turn after its answer, so the next request may open a second one.
+      expect(handshakes).toBeLessThanOrEqual(2);
+
+      // More requests at once than the bound: the rest wait for a connection instead of opening one.
+      const burst = Array.from({ length: MAX_CONNECTIONS_PER_HOST + 8 }, () => client.request(get(`${url}/hold`)));
+      await waitFor(() => held.length === MAX_CONNECTIONS_PER_HOST, { what: 'as many held requests as the bound' });
+      expect(handshakes).toBeLessThanOrEqual(MAX_CONNECTIONS_PER_HOST);
+      holding = false;
+      held.splice(0).forEach((answer) => answer());
+      for (const res of await Promise.all(burst)) expect(res.status).toBe(204);
+      expect(handshakes).toBeLessThanOrEqual(MAX_CONNECTIONS_PER_HOST);
+    } finally {
+      await client.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

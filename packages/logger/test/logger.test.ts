@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { createLogger } from '../src';
+import { createLogger, logFlatLine } from '../src';
 
 describe('logger', () => {
   it('writes JSON lines and never a secret, by field name or by shape', async () => {
@@ -25,5 +25,22 @@ describe('logger', () => {
     expect(out).toContain('sk-live-[redacted]');
     expect(JSON.parse(lines[0] as string)).toMatchObject({ service: 'test', level: 'info', message: 'login', email: 'a@b.c', password: '[redacted]' });
     expect(JSON.parse(lines[2] as string).error.message).toBe('bad key sk-live-[redacted]');
+  });
+
+  it('writes a flat line exactly as winston would, secrets redacted', async () => {
+    const stream = new PassThrough();
+    const chunks: string[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const logger = createLogger({ service: 'api', level: 'info', stream });
+    const key = 'sk-live-' + 'A'.repeat(40);
+    const fields = { request_id: 'req_1', method: 'GET', path: `/api/x/${key}/"quoted"\\\n\u2028`, status: 200, duration_ms: 1.25, account_id: undefined, key_prefix: 'sk-live-Ab', token: 'abc', ok: true, none: null };
+    logger.info('request', fields);
+    logFlatLine(logger, 'info', 'request', fields);
+    await new Promise((r) => setImmediate(r));
+
+    const [viaWinston, flat] = chunks.join('').split('\n').map((l) => l.replace(/"timestamp":"[^"]+"/, '"timestamp":"T"'));
+    expect(flat).toBe(viaWinston);
+    expect(flat).not.toContain('A'.repeat(40));
+    expect(JSON.parse(flat as string)).toMatchObject({ service: 'api', level: 'info', message: 'request', status: 200, token: '[redacted]' });
   });
 });

@@ -20,6 +20,8 @@ export interface HttpsReceiver {
   /** `https://localhost:<port><path>` (the certificate is for localhost). */
   url(path?: string): string;
   received: ReceivedRequest[];
+  /** TLS connections accepted so far. */
+  readonly handshakes: number;
   /** Requests whose path starts with `path`. */
   at(path: string): ReceivedRequest[];
   waitForCount(path: string, n: number, timeoutMs?: number): Promise<ReceivedRequest[]>;
@@ -33,7 +35,7 @@ export interface HttpsReceiver {
  */
 export async function startHttpsReceiver(
   reply: (req: ReceivedRequest, nth: number) => ReceiverReply | Promise<ReceiverReply> = () => 204,
-  opts: { cert?: string; key?: string } = {},
+  opts: { cert?: string; key?: string; keepAliveTimeoutMs?: number } = {},
 ): Promise<HttpsReceiver> {
   const ca = testCa();
   const received: ReceivedRequest[] = [];
@@ -60,14 +62,20 @@ export async function startHttpsReceiver(
       );
     });
   });
-  // Keep-alive sockets would hold close() open.
-  server.keepAliveTimeout = 1_000;
+  // Keep-alive sockets would hold close() open. (Advertised as `Keep-Alive: timeout=1`, which undici
+  // takes as too short to reuse: every request gets a new connection unless `keepAliveTimeoutMs` says otherwise.)
+  server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? 1_000;
+  let handshakes = 0;
+  server.on('secureConnection', () => handshakes++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const at = (path: string) => received.filter((r) => r.path.startsWith(path));
   return {
     url: (path = '/') => `https://localhost:${port}${path}`,
     received,
+    get handshakes() {
+      return handshakes;
+    },
     at,
     waitForCount: (path, n, timeoutMs = 20_000) =>
       waitFor(() => (at(path).length >= n ? at(path) : undefined), { timeoutMs, what: `${n} request(s) at ${path}` }),
