@@ -1,0 +1,201 @@
+// The asynchronous half: image tasks created over HTTP, run by worker processes, announced by
+// dispatcher processes to the bench's HTTPS receiver.
+//   - lightWebhookLatency: one task at a time, creation → signed webhook received (64×64 image);
+//   - pipelineRun: a burst of tasks with W workers and D dispatchers: tasks/s end to end, the time
+//     each task spent in each stage, and the depth of each queue over the run, so the stage that
+//     saturates first shows as the one where tasks wait.
+import type { ChildProcess } from 'node:child_process';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type pg from 'pg';
+import { webhookSignature } from '@taskapi/crypto';
+import { TASK_QUEUES, WEBHOOK_QUEUE } from '@taskapi/queue';
+import { startBuilt, stop } from './processes';
+import { cpuMs } from './runtime-figures';
+import { nowMs, type BenchReceiver } from './receiver';
+import { median, percentile } from './stats';
+
+export interface PipelineContext {
+  base: string;
+  key: string;
+  /** Environment of the services (REDIS_URL, DATABASE_URL, NODE_EXTRA_CA_CERTS, …). */
+  env: NodeJS.ProcessEnv;
+  /** Where the queues are sampled; undefined (a Redis Cluster) = not sampled. */
+  redisUrl: string | undefined;
+  pool: pg.Pool;
+  receiver: BenchReceiver;
+  /** The API process, whose CPU time per task is reported. */
+  apiPid: number;
+  /** The bench account's webhook secret, to check each light-load webhook's signature. */
+  webhookSecret: string;
+}
+
+/** Concurrent creators in a pipeline run, and each worker process's concurrency. */
+const CREATORS = 16;
+const WORKER_CONCURRENCY = 4;
+
+async function startServices(ctx: PipelineContext, workers: number, dispatchers: number): Promise<{ workers: ChildProcess[]; dispatchers: ChildProcess[]; all: ChildProcess[] }> {
+  const env = { ...ctx.env, WORKER_KINDS: 'image-generation', WORKER_CONCURRENCY: String(WORKER_CONCURRENCY) };
+  const started = {
+    workers: await Promise.all(Array.from({ length: workers }, () => startBuilt('worker', env))),
+    dispatchers: await Promise.all(Array.from({ length: dispatchers }, () => startBuilt('webhook-dispatcher', env))),
+  };
+  return { ...started, all: [...started.workers, ...started.dispatchers] };
+}
+
+const cpuOf = (children: ChildProcess[]) => children.reduce((sum, c) => sum + cpuMs(c.pid!), 0);
+
+async function createTask(ctx: PipelineContext, prompt: string, callbackUrl: string): Promise<string> {
+  const res = await fetch(`${ctx.base}/api/tasks/image-generation`, {
+    method: 'POST',
+    headers: { 'x-api-key': ctx.key, 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt, width: 64, height: 64, callback_url: callbackUrl }),
+  });
+  if (res.status !== 202 && res.status !== 201) throw new Error(`creation answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { public_id: string }).public_id;
+}
+
+export interface LightWebhookFigures {
+  p50: number;
+  p95: number;
+  /** Of those, the creation request alone. */
+  createP50: number;
+  verified: number;
+  samples: number;
+}
+
+/**
+ * One worker, one dispatcher, one 64×64 image task at a time: milliseconds from sending the
+ * creation to the webhook's arrival, its signature checked with the account's secret.
+ */
+export async function lightWebhookLatency(ctx: PipelineContext, samples: number): Promise<LightWebhookFigures> {
+  const services = await startServices(ctx, 1, 1);
+  try {
+    const path = `/light-${Date.now()}`;
+    const latencies: number[] = [];
+    const creations: number[] = [];
+    const warmUp = 3;
+    for (let i = 0; i < warmUp + samples; i++) {
+      const t0 = nowMs();
+      await createTask(ctx, `light ${i}`, ctx.receiver.url(path));
+      const created = nowMs();
+      const arrivals = await ctx.receiver.waitFor(path, i + 1, 30_000);
+      if (i >= warmUp) {
+        latencies.push(arrivals[i]!.at - t0);
+        creations.push(created - t0);
+      }
+    }
+    const verified = ctx.receiver
+      .arrivals(path)
+      .filter((a) => a.headers['x-signature'] === webhookSignature(ctx.webhookSecret, a.body)).length;
+    latencies.sort((a, b) => a - b);
+    return { p50: percentile(latencies, 50), p95: percentile(latencies, 95), createP50: median(creations), verified, samples: warmUp + samples };
+  } finally {
+    await Promise.all(services.all.map(stop));
+  }
+}
+
+export interface PipelineRun {
+  workers: number;
+  dispatchers: number;
+  tasks: number;
+  seconds: number;
+  tasksPerSecond: number;
+  /** Creation → webhook received. */
+  latencyP50: number;
+  latencyP99: number;
+  /** Per stage, p50 and p95 in ms: waiting for a worker, running, finished → webhook received. */
+  queueWait: [number, number];
+  run: [number, number];
+  delivery: [number, number];
+  /** Deepest each queue got (waiting jobs), sampled every 100 ms. */
+  maxTaskQueue: number;
+  maxWebhookQueue: number;
+  /** CPU time per task of the API, all workers and all dispatchers together (ms). */
+  cpuPerTask: { api: number; workers: number; dispatchers: number };
+  /** The stage where work piled up most. */
+  saturated: string;
+}
+
+/** Which stage saturates: the queue that backed up beyond what the creators alone explain. */
+export function saturatedStage(r: Pick<PipelineRun, 'maxTaskQueue' | 'maxWebhookQueue' | 'queueWait' | 'delivery'>): string {
+  if (r.maxTaskQueue <= CREATORS && r.maxWebhookQueue <= CREATORS) return 'creation (the API; neither queue backed up)';
+  return r.maxTaskQueue >= r.maxWebhookQueue ? 'workers (the task queue backed up)' : 'dispatch (the webhook queue backed up)';
+}
+
+export async function pipelineRun(ctx: PipelineContext, opts: { workers: number; dispatchers: number; tasks: number }): Promise<PipelineRun> {
+  const services = await startServices(ctx, opts.workers, opts.dispatchers);
+  const sampler = ctx.redisUrl === undefined ? undefined : new Redis(ctx.redisUrl, { maxRetriesPerRequest: 1 });
+  const taskQueue = sampler && new Queue(TASK_QUEUES['image-generation'].name, { connection: sampler });
+  const webhookQueue = sampler && new Queue(WEBHOOK_QUEUE.name, { connection: sampler });
+  let maxTaskQueue = 0;
+  let maxWebhookQueue = 0;
+  let sampling = sampler !== undefined;
+  const samplingDone = (async () => {
+    while (sampling && taskQueue && webhookQueue) {
+      const [t, w] = await Promise.all([taskQueue.getWaitingCount(), webhookQueue.getWaitingCount()]);
+      maxTaskQueue = Math.max(maxTaskQueue, t);
+      maxWebhookQueue = Math.max(maxWebhookQueue, w);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  try {
+    const path = `/pipeline-${opts.workers}w-${opts.dispatchers}d-${Date.now()}`;
+    const createdAt = new Map<string, number>();
+    const cpuBefore = { api: cpuMs(ctx.apiPid), workers: cpuOf(services.workers), dispatchers: cpuOf(services.dispatchers) };
+    const started = nowMs();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CREATORS }, async () => {
+        while (next < opts.tasks) {
+          const i = next++;
+          const t0 = nowMs();
+          createdAt.set(await createTask(ctx, `pipeline ${i}`, ctx.receiver.url(path)), t0);
+        }
+      }),
+    );
+    const arrivals = await ctx.receiver.waitFor(path, opts.tasks, 300_000);
+    const perTask = (after: number, before: number) => (after - before) / opts.tasks;
+    const cpuPerTask = {
+      api: perTask(cpuMs(ctx.apiPid), cpuBefore.api),
+      workers: perTask(cpuOf(services.workers), cpuBefore.workers),
+      dispatchers: perTask(cpuOf(services.dispatchers), cpuBefore.dispatchers),
+    };
+    const received = new Map(arrivals.map((a) => [(JSON.parse(a.body.toString()) as { public_id: string }).public_id, a.at]));
+    const last = Math.max(...received.values());
+    const { rows } = await ctx.pool.query<{ public_id: string; created: number; started: number; finished: number }>(
+      `SELECT public_id, extract(epoch FROM created_at) * 1000 AS created, extract(epoch FROM started_at) * 1000 AS started,
+              extract(epoch FROM finished_at) * 1000 AS finished
+         FROM tasks WHERE public_id = ANY($1::text[])`,
+      [[...createdAt.keys()]],
+    );
+    const stage = (f: (r: (typeof rows)[number]) => number): [number, number] => {
+      const xs = rows.map(f).sort((a, b) => a - b);
+      return [percentile(xs, 50), percentile(xs, 95)];
+    };
+    const latencies = [...createdAt].map(([id, t0]) => (received.get(id) ?? NaN) - t0).sort((a, b) => a - b);
+    const seconds = (last - started) / 1000;
+    const figures = {
+      workers: opts.workers,
+      dispatchers: opts.dispatchers,
+      tasks: opts.tasks,
+      seconds,
+      tasksPerSecond: opts.tasks / seconds,
+      latencyP50: percentile(latencies, 50),
+      latencyP99: percentile(latencies, 99),
+      queueWait: stage((r) => Number(r.started) - Number(r.created)),
+      run: stage((r) => Number(r.finished) - Number(r.started)),
+      delivery: stage((r) => (received.get(r.public_id) ?? NaN) - Number(r.finished)),
+      maxTaskQueue,
+      maxWebhookQueue,
+      cpuPerTask,
+    };
+    return { ...figures, saturated: saturatedStage(figures) };
+  } finally {
+    sampling = false;
+    await samplingDone;
+    await Promise.all([taskQueue?.close(), webhookQueue?.close()]);
+    sampler?.disconnect();
+    await Promise.all(services.all.map(stop));
+  }
+}

@@ -1,0 +1,53 @@
+// Starting and stopping the processes the bench measures.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { serviceCommand, type Service } from './runtime-figures';
+
+export const ROOT = path.resolve(__dirname, '..');
+
+export async function waitUntilReady(url: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const ok = await fetch(url).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not become ready`);
+}
+
+/** Spawns a command and resolves once its stdout matched `ready` (stdout is drained afterwards). */
+export function startProcess(command: [string, string[]], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const entry = command[1].at(-1);
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0], command[1], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let buffered = '';
+    const timer = setTimeout(() => reject(new Error(`${entry} did not start`)), 30_000);
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const m = ready.exec(buffered);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout?.removeAllListeners('data');
+        child.stdout?.resume();
+        resolve({ child, match: m });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`${entry} exited with ${code}`)));
+  });
+}
+
+const READY: Record<Exclude<Service, 'api'>, RegExp> = { worker: /"worker started"/, 'webhook-dispatcher': /"webhook dispatcher started"/ };
+
+/** Starts a built worker or dispatcher (LOG_LEVEL info: the ready line is an info line). */
+export async function startBuilt(service: Exclude<Service, 'api'>, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  return (await startProcess(serviceCommand(service, 'built'), { ...env, LOG_LEVEL: 'info' }, READY[service])).child;
+}
+
+export async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.removeAllListeners('exit');
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
