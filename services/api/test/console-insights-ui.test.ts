@@ -14,6 +14,7 @@ import { finishTaskAndRecord, TaskStatus, type FinishTaskInput } from '@taskapi/
 import { newId } from '@taskapi/ids';
 import { waitFor } from '@taskapi/testing';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
+import { waitForText } from './support/browser';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS
@@ -73,24 +74,6 @@ function video(): Buffer {
     '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', '-f', 'mp4', out], { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`ffmpeg failed (${run.status}): ${run.stderr} (install ffmpeg; .ci/run does)`);
   return fs.readFileSync(out);
-}
-
-/** Waits until the locator's text matches, failing with the last text seen. */
-async function waitForText(locator: Locator, expected: string | RegExp, timeoutMs = 10_000): Promise<string> {
-  let last = '';
-  const matches = (t: string) => (typeof expected === 'string' ? t.includes(expected) : expected.test(t));
-  try {
-    await waitFor(
-      async () => {
-        last = await locator.innerText({ timeout: 500 }).catch(() => '');
-        return matches(last);
-      },
-      { timeoutMs },
-    );
-  } catch {
-    throw new Error(`expected text ${String(expected)}; last seen: ${JSON.stringify(last)}`);
-  }
-  return last;
 }
 
 const isoDay = (daysAgo: number) => {

@@ -8,13 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { PNG } from 'pngjs';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
 import { startHttpsReceiver, testCa, waitFor } from '@taskapi/testing';
 import { CONSOLE_CSP } from '../src/console/pages';
 import { API_ERRORS } from '../src/errors';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type TestAccount, type TestApi } from './support/harness';
+import { waitForText } from './support/browser';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS
@@ -29,24 +30,6 @@ const HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1<
 declare const document: any, navigator: any, window: any, localStorage: any, sessionStorage: any, getComputedStyle: any;
 
 jest.setTimeout(60_000);
-
-/** Waits until the locator's text matches, failing with the last text seen. */
-async function waitForText(locator: Locator, expected: string | RegExp, timeoutMs = 10_000): Promise<string> {
-  let last = '';
-  const matches = (t: string) => (typeof expected === 'string' ? t.includes(expected) : expected.test(t));
-  try {
-    await waitFor(
-      async () => {
-        last = await locator.innerText({ timeout: 500 }).catch(() => '');
-        return matches(last);
-      },
-      { timeoutMs },
-    );
-  } catch {
-    throw new Error(`expected text ${String(expected)}; last seen: ${JSON.stringify(last)}`);
-  }
-  return last;
-}
 
 /**
  * A request with the path exactly as given (fetch and browsers %-encode `<`, `>` and `"`; an
