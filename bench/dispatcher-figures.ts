@@ -138,7 +138,8 @@ export async function dispatcherFigures(ctx: DispatcherContext, opts: { deliveri
     const seeded = await seedDeliveries(ctx, ctx.receiver.url(urlPath), count);
     const t0 = nowMs();
     await webhooks.queue.addBulk(
-      seeded.map((s) => ({ name: 'deliver', data: { delivery_id: s.deliveryId, attempt: 1 }, opts: { jobId: deliveryJobId(s.deliveryId, 1) } })),
+      // The job the worker enqueues when a task finishes (it names the account).
+      seeded.map((s) => ({ name: 'deliver', data: { delivery_id: s.deliveryId, attempt: 1, account_id: ctx.accountId }, opts: { jobId: deliveryJobId(s.deliveryId, 1) } })),
     );
     const arrivals = await ctx.receiver.waitFor(urlPath, count, 120_000);
     const ms = Math.max(...arrivals.map((a) => a.at)) - t0;

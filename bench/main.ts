@@ -448,6 +448,7 @@ async function main(): Promise<void> {
       const hook = await lightWebhookLatency(ctx, LIGHT_WEBHOOKS);
       console.log(`\n4. Creation → signed webhook received, one 64x64 image task at a time (1 worker, 1 dispatcher; ${LIGHT_WEBHOOKS} tasks after 3 warm-up):`);
       console.log(`   p50 ${hook.p50.toFixed(1)} ms, p95 ${hook.p95.toFixed(1)} ms (the creation request itself p50 ${hook.createP50.toFixed(1)} ms); ${hook.verified} of ${hook.samples} signatures verified.`);
+      console.log(`   hand-offs, median ms: ${hook.stages.map(([name, x]) => `${name} ${x.toFixed(1)}`).join('; ')}.`);
       targets.push({ name: 'webhook-light-p50', measured: hook.p50, comparison: '<', goal: 20, unit: ' ms' });
     }
 

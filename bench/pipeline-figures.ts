@@ -62,6 +62,8 @@ export interface LightWebhookFigures {
   createP50: number;
   verified: number;
   samples: number;
+  /** Medians (ms) of each hand-off, from the database's timestamps and the receiver's clock. */
+  stages: Array<[name: string, ms: number]>;
 }
 
 /**
@@ -74,25 +76,53 @@ export async function lightWebhookLatency(ctx: PipelineContext, samples: number)
     const path = `/light-${Date.now()}`;
     const latencies: number[] = [];
     const creations: number[] = [];
+    const sent = new Map<string, { t0: number; received: number }>();
     const warmUp = 3;
     for (let i = 0; i < warmUp + samples; i++) {
       const t0 = nowMs();
-      await createTask(ctx, `light ${i}`, ctx.receiver.url(path));
+      const publicId = await createTask(ctx, `light ${i}`, ctx.receiver.url(path));
       const created = nowMs();
       const arrivals = await ctx.receiver.waitFor(path, i + 1, 30_000);
       if (i >= warmUp) {
         latencies.push(arrivals[i]!.at - t0);
         creations.push(created - t0);
+        sent.set(publicId, { t0, received: arrivals[i]!.at });
       }
     }
     const verified = ctx.receiver
       .arrivals(path)
       .filter((a) => a.headers['x-signature'] === webhookSignature(ctx.webhookSecret, a.body)).length;
     latencies.sort((a, b) => a - b);
-    return { p50: percentile(latencies, 50), p95: percentile(latencies, 95), createP50: median(creations), verified, samples: warmUp + samples };
+    const stages = await handOffs(ctx.pool, sent);
+    return { p50: percentile(latencies, 50), p95: percentile(latencies, 95), createP50: median(creations), verified, samples: warmUp + samples, stages };
   } finally {
     await Promise.all(services.all.map(stop));
   }
+}
+
+/**
+ * Where one light-load task's time goes, by the timestamps each hand-off leaves: the task row's
+ * created_at (the API's insert), started_at (the worker's claim), finished_at (the terminal
+ * statement), the first attempt's started_at (taken by the dispatcher just before its claim
+ * statement) and the receiver's arrival time. Same machine, so one clock.
+ */
+async function handOffs(pool: pg.Pool, sent: Map<string, { t0: number; received: number }>): Promise<Array<[string, number]>> {
+  const { rows } = await pool.query<{ public_id: string; created: number; started: number; finished: number; claimed: number }>(
+    `SELECT t.public_id, extract(epoch FROM t.created_at) * 1000 AS created, extract(epoch FROM t.started_at) * 1000 AS started,
+            extract(epoch FROM t.finished_at) * 1000 AS finished, extract(epoch FROM w.started_at) * 1000 AS claimed
+       FROM tasks t JOIN webhook_deliveries d ON d.task_id = t.id JOIN webhook_attempts w ON w.delivery_id = d.id AND w.attempt_number = 1
+      WHERE t.public_id = ANY($1::text[])`,
+    [[...sent.keys()]],
+  );
+  const stage = (f: (r: (typeof rows)[number], s: { t0: number; received: number }) => number) =>
+    median(rows.map((r) => f(r, sent.get(r.public_id)!)));
+  return [
+    ['request sent → task row inserted (API)', stage((r, s) => Number(r.created) - s.t0)],
+    ['inserted → worker claimed it (commit, enqueue, pickup, claim)', stage((r) => Number(r.started) - Number(r.created))],
+    ['claimed → finished statement (marker, engine, store)', stage((r) => Number(r.finished) - Number(r.started))],
+    ['finished → dispatcher starts the claim (marker, job, pickup; load and decrypt when its secret is not cached)', stage((r) => Number(r.claimed) - Number(r.finished))],
+    ['claim → webhook received (claim, sign, POST)', stage((r, s) => s.received - Number(r.claimed))],
+  ];
 }
 
 export interface PipelineRun {

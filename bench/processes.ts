@@ -38,9 +38,15 @@ export function startProcess(command: [string, string[]], env: NodeJS.ProcessEnv
 
 const READY: Record<Exclude<Service, 'api'>, RegExp> = { worker: /"worker started"/, 'webhook-dispatcher': /"webhook dispatcher started"/ };
 
-/** Starts a built worker or dispatcher (LOG_LEVEL info: the ready line is an info line). */
+/**
+ * Starts a built worker or dispatcher (LOG_LEVEL info: the ready line is an info line). With
+ * BENCH_CPU_PROF_DIR set, each writes a CPU profile there when it stops (`npm run profile -- <file>`).
+ */
 export async function startBuilt(service: Exclude<Service, 'api'>, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  return (await startProcess(serviceCommand(service, 'built'), { ...env, LOG_LEVEL: 'info' }, READY[service])).child;
+  const [node, args] = serviceCommand(service, 'built');
+  const profileDir = process.env.BENCH_CPU_PROF_DIR;
+  const command: [string, string[]] = profileDir ? [node, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${service}-${Date.now()}.cpuprofile`, ...args]] : [node, args];
+  return (await startProcess(command, { ...env, LOG_LEVEL: 'info' }, READY[service])).child;
 }
 
 export async function stop(child: ChildProcess): Promise<void> {

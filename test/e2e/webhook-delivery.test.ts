@@ -202,4 +202,35 @@ describe('webhook delivery', () => {
     expect(withApiKey.body.message).toBe('This endpoint requires a login session. API keys are not accepted.');
     expect((await system.api.req('GET', '/api/webhook-deliveries?limit=0', { headers: account.auth })).status).toBe(400);
   });
+
+  it('a secret that no longer decrypts never takes an attempt number, even while the dispatcher holds the old one', async () => {
+    // The dispatcher decrypted this account's secret for the tests above and keeps it (with the
+    // ciphertext it came from); the stored ciphertext now changes to one that cannot be decrypted.
+    const pool = system.api.deps.db.pool;
+    const { rows } = await pool.query<{ c: string }>('SELECT webhook_secret_ciphertext AS c FROM accounts WHERE id = $1', [account.id]);
+    const original = rows[0]!.c;
+    const [version, data] = original.split('.');
+    const tampered = `${version}.${Buffer.from(Buffer.from(data!, 'base64url').map((b, i) => (i === 20 ? b ^ 1 : b))).toString('base64url')}`;
+    await pool.query('UPDATE accounts SET webhook_secret_ciphertext = $2 WHERE id = $1', [account.id, tampered]);
+    try {
+      scripts.set('/undecryptable', () => 200);
+      const publicId = await imageTask('/undecryptable');
+      await waitForTask(system.api, key.plaintext, publicId, [20]);
+      const [delivery] = await waitFor(async () => {
+        const ds = await deliveriesOf(system.api, publicId);
+        return ds.length ? ds : undefined;
+      });
+      // The job fails (every BullMQ attempt of it) without claiming a number or sending anything.
+      await waitFor(async () => (await system.api.deps.webhooks.queue.getJobState(deliveryJobId(delivery!.id, 1))) === 'failed' || undefined, {
+        timeoutMs: 20_000,
+        what: 'the attempt job to fail',
+      });
+      expect((await deliveriesOf(system.api, publicId))[0]).toMatchObject({ state: 'pending', attempt_count: 0 });
+      const attempts = await pool.query('SELECT 1 FROM webhook_attempts WHERE delivery_id = $1', [delivery!.id]);
+      expect(attempts.rowCount).toBe(0);
+      expect(receiver.at('/undecryptable')).toHaveLength(0);
+    } finally {
+      await pool.query('UPDATE accounts SET webhook_secret_ciphertext = $2 WHERE id = $1', [account.id, original]);
+    }
+  });
 });

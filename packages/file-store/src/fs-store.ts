@@ -30,8 +30,10 @@ export function createFsStore(root: string): FileStore {
           if (Buffer.isBuffer(body)) await fs.writeFile(tmp, body);
           else await pipeline(body.stream, createWriteStream(tmp));
           await fs.rename(tmp, target);
-        } finally {
+        } catch (err) {
+          // Only a failed write leaves a temporary file (after the rename there is none to remove).
           await fs.rm(tmp, { force: true });
+          throw err;
         }
       } catch (err) {
         unavailable(err, 'write');

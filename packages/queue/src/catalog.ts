@@ -25,6 +25,12 @@ export type WebhookAttemptResult = z.infer<typeof webhookAttemptResultSchema>;
 export const webhookJobSchema = z.object({
   delivery_id: z.string().startsWith('whd_'),
   attempt: z.number().int().min(1),
+  /**
+   * The delivery's account, when the producer knows it: a dispatcher holding that account's
+   * decrypted secret then claims and loads the attempt in one statement. Optional (older jobs and
+   * producers without it take the full path); never trusted beyond that: the claim checks it.
+   */
+  account_id: z.string().optional(),
   result: webhookAttemptResultSchema.optional(),
 });
 export type WebhookJob = z.infer<typeof webhookJobSchema>;

@@ -8,8 +8,9 @@ export interface WebhookQueue {
   /**
    * Schedules one attempt of a delivery (idempotent: the job id is delivery id + attempt number).
    * @param delayMs wait before the attempt, in milliseconds (0 = now).
+   * @param accountId the delivery's account, when known (lets the dispatcher claim and load at once).
    */
-  enqueueAttempt(deliveryId: string, attempt: number, delayMs?: number): Promise<void>;
+  enqueueAttempt(deliveryId: string, attempt: number, delayMs?: number, accountId?: string): Promise<void>;
 }
 
 /** Producer side of the webhook queue. */
@@ -19,8 +20,8 @@ export function createWebhookQueue(connection: Redis | Cluster): WebhookQueue {
   );
   return {
     queue,
-    async enqueueAttempt(deliveryId, attempt, delayMs = 0) {
-      const data = WEBHOOK_QUEUE.schema.parse({ delivery_id: deliveryId, attempt });
+    async enqueueAttempt(deliveryId, attempt, delayMs = 0, accountId) {
+      const data = WEBHOOK_QUEUE.schema.parse(accountId === undefined ? { delivery_id: deliveryId, attempt } : { delivery_id: deliveryId, attempt, account_id: accountId });
       await queue.add('deliver', data, { jobId: deliveryJobId(deliveryId, attempt), delay: delayMs });
     },
   };

@@ -5,6 +5,7 @@ const BATCH = 1000;
 
 interface PendingDeliveryRow {
   id: string;
+  account_id: string;
   attempt_count: number;
   /** Whether attempt `attempt_count` was claimed and its result is not recorded yet. */
   last_attempt_in_flight: boolean;
@@ -27,7 +28,7 @@ export async function sweepDeliveries(db: Queryable, webhooks: WebhookQueue, gra
   for (;;) {
     const page = await db.query<PendingDeliveryRow>({
       name: 'dispatcher-sweep-deliveries',
-      text: `SELECT d.id, d.attempt_count, d.next_attempt_at, COALESCE(w.in_flight, false) AS last_attempt_in_flight
+      text: `SELECT d.id, d.account_id, d.attempt_count, d.next_attempt_at, COALESCE(w.in_flight, false) AS last_attempt_in_flight
                FROM webhook_deliveries d
                LEFT JOIN webhook_attempts w ON w.delivery_id = d.id AND w.attempt_number = d.attempt_count
               WHERE d.state = 'pending' AND d.next_attempt_at < now() - make_interval(secs => $1::float8 / 1000)
@@ -41,7 +42,7 @@ export async function sweepDeliveries(db: Queryable, webhooks: WebhookQueue, gra
       const job = await webhooks.queue.getJob(deliveryJobId(row.id, attempt));
       const state = job ? await job.getState() : 'unknown';
       if (job && (state === 'failed' || state === 'completed')) await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
-      else if (state === 'unknown') await webhooks.enqueueAttempt(row.id, attempt, 0);
+      else if (state === 'unknown') await webhooks.enqueueAttempt(row.id, attempt, 0, row.account_id);
       else continue;
       requeued++;
     }

@@ -1,9 +1,9 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
-import { decryptSecret, webhookSecretContext } from '@taskapi/crypto';
 import type { Queryable } from '@taskapi/domain';
 import type { EgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
 import { WEBHOOK_QUEUE, type WebhookAttemptResult, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
+import { claimAndLoad } from '../domain/claim-and-load';
 import { claimAttempt } from '../domain/claim-attempt';
 import { loadDelivery, type DeliveryToSend } from '../domain/load-delivery';
 import { recordAttempt } from '../domain/record-attempt';
@@ -12,6 +12,7 @@ import { sendAttempt, unknownResult, type WebhookRequest } from '../domain/send-
 import { webhookBody, webhookHeaders } from '../domain/webhook-request';
 import { retryWhileDatabaseUnavailable } from '../infra/database-unavailable';
 import type { DispatcherMetrics } from '../infra/metrics';
+import { createSecretCache, type SecretCache } from '../infra/secret-cache';
 
 export interface DeliverWebhookDeps {
   db: Queryable;
@@ -29,6 +30,14 @@ export interface DeliverWebhookDeps {
 export type DeliveryOutcome = { outcome: 'skipped' } | { outcome: 'succeeded' | 'retry' | 'failed'; status_code: number | null };
 
 const SKIPPED: DeliveryOutcome = { outcome: 'skipped' };
+
+/** Fields of every log line about one attempt (on the line itself: no child logger per job). */
+interface AttemptFields {
+  delivery_id: string;
+  attempt: number;
+  job_id: string | undefined;
+  public_id?: string;
+}
 
 /** Time allowed, beyond the request timeout, for a live run to record its attempt. */
 const LIVE_CLAIM_GRACE_MS = 30_000;
@@ -56,13 +65,28 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
   // How long a claimed attempt may stay unrecorded while its run may still be alive: the request's
   // timeout plus time to record it. Only older claims are taken for those of a run that died.
   const liveClaimMs = deps.timeoutMs + LIVE_CLAIM_GRACE_MS;
+  const secrets = createSecretCache();
   return async (job, token) => {
     const parsed = WEBHOOK_QUEUE.schema.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError('malformed job data');
-    const { delivery_id: deliveryId, attempt, result: owed } = parsed.data;
-    const log = deps.logger.child({ delivery_id: deliveryId, attempt, job_id: job.id });
+    const { delivery_id: deliveryId, attempt, result: owed, account_id: jobAccountId } = parsed.data;
+    const fields: AttemptFields = { delivery_id: deliveryId, attempt, job_id: job.id };
     // An earlier run sent this attempt and kept its result in the job: only the recording is left.
-    if (owed) return finishAttempt(deps, job, log, owed);
+    if (owed) return finishAttempt(deps, job, fields, owed, jobAccountId);
+
+    // The usual case: the job names the account, whose current secret this process decrypted
+    // lately. Claim and load in one statement; anything unusual falls through to the full path.
+    const known = jobAccountId === undefined ? undefined : secrets.known(jobAccountId);
+    if (jobAccountId !== undefined && known) {
+      const now = new Date();
+      const claimed = await claimAndLoad(deps.db, { deliveryId, attempt, accountId: jobAccountId, ciphertext: known.ciphertext, startedAt: now });
+      if (claimed) {
+        const body = webhookBody(claimed);
+        const headers = webhookHeaders({ deliveryId, attempt, secret: known.secret, body, now });
+        const result = await sendAttempt(deps.egress, { url: claimed.url, body, headers }, deps.timeoutMs);
+        return finishAttempt(deps, job, { ...fields, public_id: claimed.public_id }, result, jobAccountId);
+      }
+    }
 
     const delivery = await loadDelivery(deps.db, deliveryId);
     if (!delivery || delivery.state !== 'pending') return SKIPPED;
@@ -76,8 +100,8 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
       }
       // Claimed by a run that did not live to record it: the POST may have reached the receiver, so
       // the number stays taken (recorded with an unknown result) and the schedule goes on.
-      log.warn('webhook attempt claimed by a run that stopped; recorded with an unknown result');
-      return finishAttempt(deps, job, log, unknownResult());
+      deps.logger.warn('webhook attempt claimed by a run that stopped; recorded with an unknown result', fields);
+      return finishAttempt(deps, job, fields, unknownResult(), delivery.account_id);
     }
     // Not this job's turn: the attempt was made already, or the previous one is still in flight.
     if (delivery.attempt_count !== attempt - 1 || delivery.last_attempt_in_flight) return SKIPPED;
@@ -85,21 +109,27 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
     const startedAt = new Date();
     // Built before the claim, so that a request that cannot be built (an undecryptable secret)
     // never takes a number.
-    const request = buildRequest(deps, delivery, attempt, startedAt);
+    const request = buildRequest(deps, secrets, delivery, attempt, startedAt);
     if (!(await claimAttempt(deps.db, deliveryId, attempt, startedAt))) return SKIPPED;
     const result = await sendAttempt(deps.egress, request, deps.timeoutMs);
-    return finishAttempt(deps, job, log.child({ public_id: delivery.public_id }), result);
+    return finishAttempt(deps, job, { ...fields, public_id: delivery.public_id }, result, delivery.account_id);
   };
 }
 
-function buildRequest(deps: DeliverWebhookDeps, delivery: DeliveryToSend, attempt: number, now: Date): WebhookRequest {
-  const secret = decryptSecret(deps.secretsKey, delivery.webhook_secret_ciphertext, webhookSecretContext(delivery.account_id));
+function buildRequest(deps: DeliverWebhookDeps, secrets: SecretCache, delivery: DeliveryToSend, attempt: number, now: Date): WebhookRequest {
+  const secret = secrets.decrypt(deps.secretsKey, delivery.account_id, delivery.webhook_secret_ciphertext);
   const body = webhookBody(delivery);
   return { url: delivery.url, body, headers: webhookHeaders({ deliveryId: delivery.id, attempt, secret, body, now }) };
 }
 
 /** Records a claimed attempt's result (waiting out a PostgreSQL outage), then schedules the next attempt. */
-async function finishAttempt(deps: DeliverWebhookDeps, job: Job<WebhookJob>, log: Logger, result: WebhookAttemptResult): Promise<DeliveryOutcome> {
+async function finishAttempt(
+  deps: DeliverWebhookDeps,
+  job: Job<WebhookJob>,
+  fields: AttemptFields,
+  result: WebhookAttemptResult,
+  accountId: string | undefined,
+): Promise<DeliveryOutcome> {
   const { delivery_id: deliveryId, attempt } = job.data;
   const ok = result.error === null;
   const delayMs = ok ? null : retryDelayAfter(attempt, deps.retryDelaysMs);
@@ -111,7 +141,7 @@ async function finishAttempt(deps: DeliverWebhookDeps, job: Job<WebhookJob>, log
   const keepInJob = () => {
     if (kept || job.data.result) return;
     kept = job.updateData({ ...job.data, result }).catch((err: unknown) => {
-      log.warn('could not keep the webhook attempt result in its job', { error: (err as Error).message });
+      deps.logger.warn('could not keep the webhook attempt result in its job', { ...fields, error: (err as Error).message });
     });
   };
   let recorded: { done: boolean; retryIn: number | null };
@@ -136,7 +166,7 @@ async function finishAttempt(deps: DeliverWebhookDeps, job: Job<WebhookJob>, log
         onFailure: (err, failures) => {
           keepInJob();
           if (failures === 1 || failures % 10 === 0) {
-            log.warn('webhook attempt result not recorded yet; retrying', { error: (err as Error).message, failures, status_code: result.status_code });
+            deps.logger.warn('webhook attempt result not recorded yet; retrying', { ...fields, error: (err as Error).message, failures, status_code: result.status_code });
           }
         },
       },
@@ -151,14 +181,15 @@ async function finishAttempt(deps: DeliverWebhookDeps, job: Job<WebhookJob>, log
   deps.metrics.observeAttempt(ok ? 'succeeded' : state === 'failed' ? 'failed' : 'retry', result.duration_ms / 1000);
   if (state === 'pending' && retryIn !== null) {
     try {
-      await deps.webhooks.enqueueAttempt(deliveryId, attempt + 1, retryIn);
+      await deps.webhooks.enqueueAttempt(deliveryId, attempt + 1, retryIn, accountId);
     } catch (err) {
-      log.warn('retry not enqueued; the sweeper will schedule it', { error: (err as Error).message });
+      deps.logger.warn('retry not enqueued; the sweeper will schedule it', { ...fields, error: (err as Error).message });
     }
   }
-  if (ok) log.info('webhook delivered', { status_code: result.status_code, duration_ms: result.duration_ms });
+  if (ok) deps.logger.info('webhook delivered', { ...fields, status_code: result.status_code, duration_ms: result.duration_ms });
   else {
-    log.warn(state === 'failed' ? 'webhook delivery given up' : 'webhook attempt failed; retry scheduled', {
+    deps.logger.warn(state === 'failed' ? 'webhook delivery given up' : 'webhook attempt failed; retry scheduled', {
+      ...fields,
       error: result.error,
       retry_in_ms: retryIn,
       duration_ms: result.duration_ms,

@@ -24,7 +24,7 @@ export async function finishAndAnnounce(deps: AnnounceDeps, publicId: string, in
   if (finished) deps.metrics.observeE2e(finished.kind, terminalStatusName(finished.status), e2eSeconds(finished.created_at, finished.finished_at));
   if (finished?.delivery_id) {
     try {
-      await deps.webhooks.enqueueAttempt(finished.delivery_id, 1);
+      await deps.webhooks.enqueueAttempt(finished.delivery_id, 1, 0, finished.account_id);
     } catch (err) {
       deps.logger.warn('webhook job not enqueued; the sweeper will send it', {
         public_id: publicId,

@@ -52,7 +52,11 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       log.info('task already finished or unknown; skipped');
       return { outcome: 'skipped' };
     }
-    await recordTaskStatus(deps.redis, task.account_id, publicId, TaskStatus.processing);
+    // The "processing" marker is written while the engine runs: markers only move forward, so it
+    // can never undo the terminal one, and it is awaited before that transition (a Redis failure
+    // still fails this run, as before).
+    const marked = recordTaskStatus(deps.redis, task.account_id, publicId, TaskStatus.processing);
+    marked.catch(() => undefined);
     log.info('task started', { attempt: task.attempts });
     const startedAt = performance.now();
     const observe = (outcome: RunOutcome) => deps.metrics.observeRun(kind, outcome, (performance.now() - startedAt) / 1000);
@@ -70,6 +74,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       void run.catch(() => undefined).finally(() => deps.engineRuns.delete(run));
       const output = await abortable(run, deps.shutdown);
       if (signal.aborted) throw signal.reason as Error;
+      await marked;
       const files = await deps.files.save(publicId, output.files ?? []);
       const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.completed, result: output.result ?? null, files });
       if (!finished) {
