@@ -26,20 +26,28 @@ const UNSAFE = [
   /(^|[\s(="'])(~?\/[\w.-]+){2,}|\b[a-z]:\\/i,
 ];
 
-/**
- * `text` as one storable line: no control characters (so no NUL, which PostgreSQL text refuses),
- * no lone surrogates, whitespace collapsed, at most 300 characters.
- */
-export function storableLine(text: string): string {
-  const line = storableText(
+/** `text` on one line: no control characters, no lone surrogates, whitespace collapsed; not cut. */
+function oneLine(text: string): string {
+  return storableText(
     // eslint-disable-next-line no-control-regex -- matching control characters is the point here
     text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' '),
   )
     .replace(/\s+/g, ' ')
     .trim();
+}
+
+/** At most 300 characters, cut on a code point boundary and marked. */
+function capped(line: string): string {
   if (line.length <= MAX_MESSAGE_CHARS) return line;
-  // Cut on a code point boundary, then mark the cut.
   return `${Array.from(line.slice(0, MAX_MESSAGE_CHARS - 1)).join('').replace(/[\uD800-\uDBFF]$/, '')}…`;
+}
+
+/**
+ * `text` as one storable line: no control characters (so no NUL, which PostgreSQL text refuses),
+ * no lone surrogates, whitespace collapsed, at most 300 characters.
+ */
+export function storableLine(text: string): string {
+  return capped(oneLine(text));
 }
 
 /**
@@ -49,10 +57,9 @@ export function storableLine(text: string): string {
 export function safeSentence(text: string | undefined): string | null {
   if (text === undefined) return null;
   // Judged whole, before the cut: a cut could shorten a secret below what the checks recognise.
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point here
-  if (UNSAFE.some((re) => re.test(text.replace(/[\u0000-\u001f\u007f-\u009f\s]+/g, ' ')))) return null;
-  const line = storableLine(text);
-  if (!line) return null;
+  const whole = oneLine(text);
+  if (!whole || UNSAFE.some((re) => re.test(whole))) return null;
+  const line = capped(whole);
   const sentence = line[0]!.toUpperCase() + line.slice(1);
   return /[.!?…]$/.test(sentence) ? sentence : `${sentence}.`;
 }
