@@ -186,8 +186,8 @@ describe('the migrated database matches prisma/schema.prisma', () => {
     expect(Object.fromEntries(preds.map((p) => [p.name, p.predicate]))).toEqual({
       api_keys_one_active_key_per_grant: '(revoked_at IS NULL)',
       tasks_retention_idx: '((status = ANY (ARRAY[20, 30, 40])) AND (files_expired_at IS NULL))',
-      tasks_unfinished_idx: '(status = ANY (ARRAY[0, 10]))',
-      webhook_deliveries_pending_idx: "(state = 'pending'::webhook_delivery_state)",
+      tasks_not_finished_idx: '(finished_at IS NULL)',
+      webhook_deliveries_due_idx: '(next_attempt_at IS NOT NULL)',
     });
   });
 

@@ -42,7 +42,7 @@ export async function sweepTasks(
     const page = await deps.db.query<PendingTaskRow>({
       name: 'worker-sweep-tasks',
       text: `SELECT id::text AS id, public_id, kind::text AS kind, created_at FROM tasks
-              WHERE status IN (0, 10) AND created_at < now() - make_interval(secs => $2::float8 / 1000)
+              WHERE finished_at IS NULL AND status IN (0, 10) AND created_at < now() - make_interval(secs => $2::float8 / 1000)
                 AND kind::text = ANY($1::text[])
                 AND ($3::timestamptz IS NULL OR (created_at, id) > ($3::timestamptz, $4::bigint))
               ORDER BY created_at, id LIMIT $5`,

@@ -1,0 +1,11 @@
+-- The sweeper's view of tasks that have not reached a terminal state, replacing
+-- tasks_unfinished_idx (WHERE status IN (0, 10)). The per-task statements (a worker's start and
+-- hand-back, the terminal transition) filter on status too, so that predicate made the old index
+-- usable for them. When a backlog of queued tasks outgrew the table's statistics (a burst between
+-- two autovacuum ANALYZEs; an index that was nearly empty at the last one looks empty), the planner
+-- walked that index with a filter on public_id instead of taking the unique index: every start and
+-- finish read the whole backlog (7.5 ms each with 55,000 queued tasks, growing with the backlog).
+-- No per-task statement filters on finished_at, which is set exactly when a task becomes terminal
+-- (finish-task.ts), so this predicate selects the same rows and can only serve the sweeper.
+-- CONCURRENTLY, alone in its file: built without blocking reads or writes of a large `tasks` table.
+CREATE INDEX CONCURRENTLY "tasks_not_finished_idx" ON "tasks"("created_at") WHERE (finished_at IS NULL);

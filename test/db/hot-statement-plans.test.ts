@@ -1,0 +1,187 @@
+// The per-task and per-delivery statements must reach their row through a unique index however
+// stale the table's statistics are. A partial index that was nearly empty at the last ANALYZE
+// looks empty to the planner; when a statement's WHERE implies the index's predicate (a worker's
+// `status IN (0, 10)` and the old tasks_unfinished_idx), the planner may walk that index with a
+// filter instead, reading the whole backlog for every task: exactly during the bursts that build
+// a backlog faster than autovacuum analyzes it. This file builds that situation (autovacuum off,
+// ANALYZE on a nearly empty table, then a backlog), proves it reproduces the trap with an index of
+// the old shape, and checks every hot statement's custom and generic plans.
+import pg from 'pg';
+import { databaseName } from '@taskapi/db';
+import { finishTask, TaskStatus, type Queryable } from '@taskapi/domain';
+import { recreateDatabase, TEST_DATABASE_URL } from '@taskapi/testing';
+import { claimAndLoad } from '../../services/webhook-dispatcher/src/domain/claim-and-load';
+import { claimAttempt } from '../../services/webhook-dispatcher/src/domain/claim-attempt';
+import { loadDelivery } from '../../services/webhook-dispatcher/src/domain/load-delivery';
+import { recordAttempt } from '../../services/webhook-dispatcher/src/domain/record-attempt';
+import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
+import { handBackTask, startTask, taskStatus } from '../../services/worker/src/domain/start-task';
+import { sweepTasks, type SweepTasksDeps } from '../../services/worker/src/domain/sweep-tasks';
+
+const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, `/${databaseName(TEST_DATABASE_URL)}_plans`);
+const BACKLOG = 30_000;
+const DAY_MS = 86_400_000;
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+/** Every (node type, relation, index) of a plan tree. */
+function scans(node: PlanNode): Array<{ type: string; relation?: string; index?: string }> {
+  return [{ type: node['Node Type'], relation: node['Relation Name'], index: node['Index Name'] }, ...(node.Plans ?? []).flatMap(scans)];
+}
+
+let client: pg.Client;
+let partialIndexes: string[];
+let accountId: string;
+/** A queued task and its pending delivery, in the middle of the backlog. */
+let task: { id: string; publicId: string };
+let deliveryId: string;
+
+/** The statements `fn` sends, each with its values (the statements run in a rolled-back transaction). */
+async function statementsOf(fn: (db: Queryable) => Promise<unknown>): Promise<Array<{ text: string; values: unknown[] }>> {
+  const seen: Array<{ text: string; values: unknown[] }> = [];
+  const recorder: Queryable = {
+    query: (config) => {
+      seen.push({ text: config.text, values: config.values ?? [] });
+      return client.query(config) as never;
+    },
+  };
+  await client.query('BEGIN');
+  try {
+    await fn(recorder);
+  } finally {
+    await client.query('ROLLBACK');
+  }
+  return seen;
+}
+
+/** A bound value as a SQL literal of unknown type (as pg sends it: arrays as array literals). */
+function literal(v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (Array.isArray(v)) return client.escapeLiteral(`{${v.map((x) => JSON.stringify(String(x))).join(',')}}`);
+  return client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v));
+}
+
+/** The plan of a statement prepared as the services prepare it, with PostgreSQL's custom or generic plan. */
+async function planOf(s: { text: string; values: unknown[] }, mode: 'force_custom_plan' | 'force_generic_plan'): Promise<PlanNode> {
+  await client.query(`PREPARE hot AS ${s.text}`);
+  try {
+    await client.query(`SET plan_cache_mode = ${mode}`);
+    const args = s.values.length ? `(${s.values.map(literal).join(', ')})` : '';
+    const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) EXECUTE hot${args}`);
+    return rows[0]!['QUERY PLAN'][0]!.Plan;
+  } finally {
+    await client.query('RESET plan_cache_mode');
+    await client.query('DEALLOCATE hot');
+  }
+}
+
+/** Both plans of every statement `fn` sends, flattened to their scans. */
+async function scansOf(fn: (db: Queryable) => Promise<unknown>) {
+  const out: Array<{ statement: string; type: string; relation?: string; index?: string }> = [];
+  for (const s of await statementsOf(fn)) {
+    for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+      for (const scan of scans(await planOf(s, mode))) out.push({ statement: `${mode}: ${s.text.trim().slice(0, 60)}`, ...scan });
+    }
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  await recreateDatabase(DATABASE_URL);
+  client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  // No autovacuum on the tables under test: their statistics stay those of the ANALYZE below.
+  for (const table of ['tasks', 'webhook_deliveries', 'webhook_attempts']) await client.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+  accountId = 'acct_plans';
+  await client.query(`INSERT INTO accounts (id, email, password_hash, webhook_secret_ciphertext) VALUES ($1, 'plans@example.test', 'x', 'x')`, [accountId]);
+  await client.query(`INSERT INTO api_keys (id, account_id, type, key_hash, key_ciphertext, key_prefix) VALUES ('key_plans', $1, 'paid', repeat('a', 64), 'x', 'sk-live-aaaaaaaa')`, [accountId]);
+  const insertTasks = (from: number, to: number, status: number) =>
+    client.query(
+      `INSERT INTO tasks (public_id, account_id, api_key_id, kind, status, input, callback_url, cost, finished_at)
+       SELECT 'task_plans' || n, $1, 'key_plans', 'image-generation', $4::smallint, '{}', 'https://example.test/hook', 1, CASE WHEN $4::smallint >= 20 THEN now() END
+         FROM generate_series($2::int, $3::int) n`,
+      [accountId, from, to, status],
+    );
+  const insertDeliveries = (from: number, to: number, state: 'pending' | 'succeeded') =>
+    client.query(
+      `INSERT INTO webhook_deliveries (id, task_id, account_id, url, task_status, state, next_attempt_at, completed_at)
+       SELECT 'whd_plans' || t.id, t.id, t.account_id, t.callback_url, 20, $3::webhook_delivery_state,
+              CASE WHEN $3 = 'pending' THEN now() END, CASE WHEN $3 = 'pending' THEN NULL ELSE now() END FROM tasks t
+        WHERE t.public_id IN (SELECT 'task_plans' || n FROM generate_series($1::int, $2::int) n)`,
+      [from, to, state],
+    );
+  // As at the last ANALYZE before a burst, at a quiet moment: finished tasks, delivered webhooks,
+  // nothing queued or pending, so the partial indexes were empty.
+  await insertTasks(1, 20, TaskStatus.completed);
+  await insertDeliveries(1, 20, 'succeeded');
+  // Indexes of the old shape: predicates the hot statements imply.
+  await client.query('CREATE INDEX old_unfinished_idx ON tasks (created_at) WHERE status IN (0, 10)');
+  await client.query(`CREATE INDEX old_pending_idx ON webhook_deliveries (next_attempt_at) WHERE state = 'pending'`);
+  await client.query('ANALYZE');
+  // The burst.
+  await insertTasks(21, 20 + BACKLOG, TaskStatus.queued);
+  await insertDeliveries(21, 20 + BACKLOG, 'pending');
+  const middle = `task_plans${20 + BACKLOG / 2}`;
+  const { rows } = await client.query<{ id: string }>('SELECT id::text AS id FROM tasks WHERE public_id = $1', [middle]);
+  task = { id: rows[0]!.id, publicId: middle };
+  deliveryId = `whd_plans${task.id}`;
+}, 120_000);
+
+afterAll(async () => {
+  await client?.end();
+});
+
+describe('hot statements under a backlog the statistics have not seen', () => {
+  it('reproduces the trap: with an index of the old shape, the planner walks the backlog', async () => {
+    const old = await scansOf((db) => db.query({ text: 'UPDATE tasks SET attempts = attempts + 1 WHERE public_id = $1 AND status IN (0, 10)', values: [task.publicId] }));
+    expect(old.map((s) => s.index)).toContain('old_unfinished_idx');
+    const oldDelivery = await scansOf((db) => db.query({ text: `UPDATE webhook_deliveries SET attempt_count = 1 WHERE id = $1 AND state = 'pending'`, values: [deliveryId] }));
+    expect(oldDelivery.map((s) => s.index)).toContain('old_pending_idx');
+    await client.query('DROP INDEX old_unfinished_idx');
+    await client.query('DROP INDEX old_pending_idx');
+    const { rows } = await client.query<{ name: string }>(
+      `SELECT i.relname AS name FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+        WHERE x.indpred IS NOT NULL AND t.relname IN ('tasks', 'webhook_deliveries')`,
+    );
+    partialIndexes = rows.map((r) => r.name);
+    expect(partialIndexes.sort()).toEqual(['tasks_not_finished_idx', 'tasks_retention_idx', 'webhook_deliveries_due_idx']);
+  });
+
+  const hot: Array<[string, (db: Queryable) => Promise<unknown>]> = [
+    ['a worker starts a task', (db) => startTask(db, task.publicId)],
+    ['a worker hands a task back', (db) => handBackTask(db, { public_id: task.publicId, attempts: 1 })],
+    ['a worker reads a task status', (db) => taskStatus(db, task.publicId)],
+    ['a task is finished (worker, sweeper, cancel)', (db) => finishTask(db, task.publicId, null, { status: TaskStatus.completed, result: {} }, 'whd_plans_new')],
+    ['a task is cancelled by its owner', (db) => finishTask(db, task.publicId, accountId, { status: TaskStatus.cancelled }, 'whd_plans_new')],
+    ['the dispatcher loads a delivery', (db) => loadDelivery(db, deliveryId)],
+    ['the dispatcher claims an attempt', (db) => claimAttempt(db, deliveryId, 1, new Date())],
+    ['the dispatcher claims and loads', (db) => claimAndLoad(db, { deliveryId, attempt: 1, accountId, ciphertext: 'x', startedAt: new Date() })],
+    [
+      'the dispatcher records a result',
+      (db) => recordAttempt(db, { deliveryId, attempt: 1, durationMs: 5, statusCode: 204, error: null, responseExcerpt: null, state: 'succeeded', retryInMs: null }),
+    ],
+  ];
+
+  it.each(hot)('%s: through unique indexes, never a partial index or a scan of the table', async (_name, fn) => {
+    const found = await scansOf(fn);
+    expect(found.length).toBeGreaterThan(0);
+    expect(found.filter((s) => s.index !== undefined && partialIndexes.includes(s.index))).toEqual([]);
+    expect(found.filter((s) => s.type === 'Seq Scan' && (s.relation === 'tasks' || s.relation === 'webhook_deliveries'))).toEqual([]);
+    const tableScans = found.filter((s) => s.type.endsWith('Scan') && (s.relation === 'tasks' || s.relation === 'webhook_deliveries'));
+    expect(tableScans.length).toBeGreaterThan(0);
+    for (const s of tableScans) expect([s.statement, s.index]).toEqual([s.statement, expect.stringMatching(/^(tasks_public_id_key|tasks_pkey|webhook_deliveries_pkey)$/)]);
+  });
+
+  it('the sweepers still find their rows through their partial indexes', async () => {
+    // A grace of a day: no row qualifies, so neither queue is touched; only the statement runs.
+    const tasks = await scansOf((db) => sweepTasks({ db } as unknown as SweepTasksDeps, ['image-generation'], DAY_MS));
+    expect(tasks.map((s) => s.index)).toContain('tasks_not_finished_idx');
+    const deliveries = await scansOf((db) => sweepDeliveries(db, undefined as never, DAY_MS));
+    expect(deliveries.map((s) => s.index)).toContain('webhook_deliveries_due_idx');
+  });
+});
