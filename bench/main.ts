@@ -505,7 +505,10 @@ async function main(): Promise<void> {
       console.log(`   Worker SIGTERM → exit with a 10 s MP4 video encoding: ${workerStop}.`);
     }
     const loadedRss = rssMb(api.pid!);
-    console.log(`   API resident memory (VmRSS): ${idleRss.toFixed(0)} MB idle, ${loadedRss.toFixed(0)} MB after the whole bench.`);
+    console.log(
+      `   API resident memory (VmRSS): ${idleRss.toFixed(0)} MB idle, ${rssMb(api.pid!, 'peak').toFixed(0)} MB at its peak (VmHWM), ` +
+        `${loadedRss.toFixed(0)} MB after the whole bench (a service gives grown memory back after MEMORY_RELEASE_IDLE_MS of idle event loop, 10 s).`,
+    );
     const { rows: count } = await main.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM tasks');
     console.log(`   Tasks in the bench database at the end: ${count[0]!.n.toLocaleString('en')}. Total bench time ${elapsed()}.`);
     targets.push({ name: 'api-rss', measured: loadedRss, comparison: '<', goal: 150, unit: ' MB' });

@@ -70,10 +70,11 @@ export function startService(service: Service, from: 'built' | 'tsx', env: NodeJ
   });
 }
 
-/** Resident memory of a process, in MB (Linux). */
-export function rssMb(pid: number): number {
+/** Resident memory of a process, in MB (Linux): now (VmRSS), or its peak so far (`peak`: VmHWM). */
+export function rssMb(pid: number, which: 'now' | 'peak' = 'now'): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
+  const field = which === 'peak' ? 'VmHWM' : 'VmRSS';
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
 }
 
 /** CPU time (user + system) a process has used so far, in ms (Linux; 0 once it is gone). */

@@ -97,6 +97,8 @@ const settings = {
   workerLockDurationMs: variable('WORKER_LOCK_DURATION_MS', wholeNumber(600_000).default(30_000)),
   /** How often each worker/dispatcher re-enqueues what the database says is pending (after Redis loss). */
   sweeperIntervalMs: variable('SWEEPER_INTERVAL_MS', wholeNumber(3_600_000).default(15_000)),
+  /** Every service: after this long with an idle event loop following work, give grown memory back (0: never). */
+  memoryReleaseIdleMs: variable('MEMORY_RELEASE_IDLE_MS', wholeNumber(3_600_000).default(10_000)),
   /** Per-kind deadline of one engine run; past it the run is aborted and the task fails with `timeout`. */
   taskTimeoutsMs: perTaskKind((kind) => variable(kind.timeoutMs.variable, wholeNumber(3_600_000).default(kind.timeoutMs.default))),
   /** Which engine runs each kind: the built-in CPU engine, or the `http` engine at `httpEngine.url`. */

@@ -1,10 +1,13 @@
 import { loadConfig, type Config } from '@taskapi/config';
 import { createLogger, type Logger } from '@taskapi/logger';
+import { releaseMemoryWhenIdle } from './idle-memory';
 
 export { connectBackends } from './backends';
 export { createRedisClient } from './redis-client';
 export type { RedisClient, RedisTarget } from './redis-client';
 export { runPeriodically } from './periodic';
+export { idleStep, releaseMemoryWhenIdle } from './idle-memory';
+export type { IdleMemoryRelease, IdleState } from './idle-memory';
 export { startConfiguredOpsServer, startOpsServer } from './ops-server';
 export { checkReadiness } from './readiness';
 export type { Readiness } from './readiness';
@@ -48,6 +51,7 @@ export function runService(opts: ServiceOptions, start: (config: Config, logger:
     const logger = createLogger({ service: opts.name, level: config.logLevel });
     for (const warning of config.warnings) logger.warn(warning);
     const stop = await start(config, logger);
+    const idleMemory = releaseMemoryWhenIdle({ idleMs: config.memoryReleaseIdleMs, logger });
     const stopTimeoutMs = typeof opts.stopTimeoutMs === 'function' ? opts.stopTimeoutMs(config) : (opts.stopTimeoutMs ?? 20_000);
 
     let stopping = false;
@@ -55,6 +59,7 @@ export function runService(opts: ServiceOptions, start: (config: Config, logger:
       if (stopping) return;
       stopping = true;
       logger.info('shutting down', { signal });
+      idleMemory.stop();
       const force = setTimeout(() => {
         logger.error('shutdown timed out; exiting');
         process.exit(1);
