@@ -1,25 +1,23 @@
 import type { Queryable } from '@taskapi/domain';
+import { CLAIM_CONDITIONS, insertClaimedAttempt } from './claim-attempt';
 import type { DeliveryToSend } from './load-delivery';
 
 /** What the fast path needs to send: the delivery's task outcome (the secret is already known). */
 export type ClaimedDelivery = Pick<DeliveryToSend, 'id' | 'url' | 'task_status' | 'public_id' | 'kind' | 'error_code' | 'payload' | 'result'>;
 
-// One statement instead of load + claim: the claim of `claim-attempt.ts` (same conditions: the next
-// number of a pending delivery whose previous attempt is recorded), made only while the account's
-// secret is still the ciphertext the caller already decrypted — so a secret that cannot be
-// decrypted never takes a number here either. It returns what the body needs.
+// One statement instead of load + claim: the claim of `claim-attempt.ts` (its conditions), made
+// only while the account's secret is still the ciphertext the caller already decrypted — so a
+// secret that cannot be decrypted never takes a number here either. It returns what the body needs.
 const CLAIM_AND_LOAD_SQL = `
 WITH d AS (
   UPDATE webhook_deliveries d
      SET attempt_count = $2
     FROM accounts a
-   WHERE d.id = $1 AND d.attempt_count = $2 - 1 AND d.state = 'pending'
+   WHERE ${CLAIM_CONDITIONS}
      AND a.id = d.account_id AND a.id = $3 AND a.webhook_secret_ciphertext = $4
-     AND NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE delivery_id = $1 AND attempt_number = $2 - 1 AND in_flight)
   RETURNING d.id, d.url, d.task_status, d.task_id
 ), w AS (
-  INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, in_flight)
-  SELECT id, $2, $5, 0, true FROM d
+  ${insertClaimedAttempt('$5')}
   RETURNING delivery_id
 )
 SELECT d.id, d.url, d.task_status,

@@ -1,5 +1,17 @@
 import type { Queryable } from '@taskapi/domain';
 
+/**
+ * The claim's conditions on `webhook_deliveries d`: attempt `$2` is the next number of pending
+ * delivery `$1`, and the previous attempt is recorded (not in flight). Every statement that claims
+ * (this one, and `claim-and-load.ts`) uses exactly these.
+ */
+export const CLAIM_CONDITIONS = `d.id = $1 AND d.attempt_count = $2 - 1 AND d.state = 'pending'
+     AND NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE delivery_id = $1 AND attempt_number = $2 - 1 AND in_flight)`;
+
+/** The claimed number's attempt row, written "in flight" for the delivery claimed in CTE `d`; `startedAt` is its parameter. */
+export const insertClaimedAttempt = (startedAt: string) => `INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, in_flight)
+  SELECT id, $2, ${startedAt}, 0, true FROM d`;
+
 // One statement: the delivery's count moves to this number and the attempt's row is written "in
 // flight", only if this is the next number of a pending delivery whose previous attempt is
 // recorded. Of two dispatchers racing for a number, one gets it; the other sends nothing.
@@ -8,14 +20,12 @@ import type { Queryable } from '@taskapi/domain';
 // the new ones start (README, *Operations*); rows they wrote default to recorded (in_flight = false).
 const CLAIM_SQL = `
 WITH d AS (
-  UPDATE webhook_deliveries
+  UPDATE webhook_deliveries d
      SET attempt_count = $2
-   WHERE id = $1 AND attempt_count = $2 - 1 AND state = 'pending'
-     AND NOT EXISTS (SELECT 1 FROM webhook_attempts WHERE delivery_id = $1 AND attempt_number = $2 - 1 AND in_flight)
-  RETURNING id
+   WHERE ${CLAIM_CONDITIONS}
+  RETURNING d.id
 )
-INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, in_flight)
-SELECT id, $2, $3, 0, true FROM d
+${insertClaimedAttempt('$3')}
 RETURNING id`;
 
 /**
