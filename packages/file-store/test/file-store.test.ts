@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { freePort, startSwift, type SwiftServer } from '@taskapi/testing';
-import { createFsStore, createS3Store, StorageUnavailableError, type FileStore } from '../src';
+import { createFsStore, StorageUnavailableError, type FileStore } from '../src';
+import { createS3Store } from '../src/s3-store';
 
 const bytesOf = async (store: FileStore, key: string, range?: { start: number; end: number }) => {
   const object = await store.get(key, range);

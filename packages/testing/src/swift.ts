@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { createS3Client, type S3StoreOptions } from '@taskapi/file-store';
+import type { S3StoreOptions } from '@taskapi/file-store';
+import { createS3Client } from '@taskapi/file-store/src/s3-store';
 import { freePort } from './free-port';
 import { waitFor } from './wait';
 

@@ -1,13 +1,20 @@
 import type { RequestHandler, Router } from 'express';
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import type * as BullBoardApi from '@bull-board/api';
+import type * as BullBoardBullMQ from '@bull-board/api/bullMQAdapter';
 import type { ApiDeps } from '../deps';
-import { SelfContainedBoardAdapter } from './self-contained-board-adapter';
+import type * as BoardAdapter from './self-contained-board-adapter';
 
 export const BULL_BOARD_PATH = '/admin/queues';
 
-/** Bull Board over every task queue and the webhook queue, behind operator auth, with no third-party assets. */
-export function bullBoardRoutes(deps: ApiDeps, auth: RequestHandler): [RequestHandler, Router] {
+/** The board's router over every task queue and the webhook queue, with no third-party assets. */
+function buildBoard(deps: ApiDeps): Router {
+  // Loaded on the first authenticated request, not at start: Bull Board and its Express adapter
+  // are 4 MB of heap and start time in every API replica, and most replicas never serve it.
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { createBullBoard } = require('@bull-board/api') as typeof BullBoardApi;
+  const { BullMQAdapter } = require('@bull-board/api/bullMQAdapter') as typeof BullBoardBullMQ;
+  const { SelfContainedBoardAdapter } = require('./self-contained-board-adapter') as typeof BoardAdapter;
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const serverAdapter = new SelfContainedBoardAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
   createBullBoard({
@@ -15,5 +22,17 @@ export function bullBoardRoutes(deps: ApiDeps, auth: RequestHandler): [RequestHa
     serverAdapter,
     options: { uiConfig: { boardTitle: 'Task API queues' } },
   });
-  return [auth, serverAdapter.getRouter() as Router];
+  return serverAdapter.getRouter() as Router;
+}
+
+/** Bull Board behind operator auth; the board itself is built on the first request that passes it. */
+export function bullBoardRoutes(deps: ApiDeps, auth: RequestHandler): [RequestHandler, RequestHandler] {
+  let board: Router | undefined;
+  return [
+    auth,
+    (req, res, next) => {
+      board ??= buildBoard(deps);
+      board(req, res, next);
+    },
+  ];
 }
