@@ -21,8 +21,13 @@ const BODY_LENGTH = 22;
  * sample ids (test webhooks), so a receiver can tell them apart by the id alone.
  */
 export function newId(kind: IdKind): string {
+  return idFromBodies(kind, () => randomBase62(BODY_LENGTH));
+}
+
+/** `newId`'s rule over any source of bodies: the first one that does not start with `test`. */
+export function idFromBodies(kind: IdKind, nextBody: () => string): string {
   for (;;) {
-    const body = randomBase62(BODY_LENGTH);
+    const body = nextBody();
     if (!body.startsWith('test')) return `${ID_PREFIXES[kind]}_${body}`;
   }
 }
