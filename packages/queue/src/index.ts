@@ -11,4 +11,6 @@ export type { TaskJob, WebhookJob, WebhookAttemptResult, QueueDefinition } from 
 export { createTaskQueues, closeQueues } from './task-queues';
 export type { TaskQueues } from './task-queues';
 export { createWebhookQueue } from './webhook-queue';
+export { jobOutcome } from './job-outcome';
+export type { JobOutcome } from './job-outcome';
 export type { WebhookQueue } from './webhook-queue';

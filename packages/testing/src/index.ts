@@ -15,6 +15,8 @@ export type { VideoFacts } from './inspect-video';
 export { commandLine, descendants, isAlive } from './processes';
 export { claimRedisDb } from './redis-db';
 export { startRedisCluster } from './redis-cluster';
+export { startPrivateRedis } from './redis-server';
+export type { PrivateRedis } from './redis-server';
 export type { LocalRedisCluster } from './redis-cluster';
 export { freePort } from './free-port';
 export { startSwift, SWIFT_CREDENTIALS, SWIFT_PACKAGES } from './swift';

@@ -77,7 +77,8 @@ export async function startWorkerService(
     worker.on('failed', (job, err) => {
       if (!job) return;
       void (async () => {
-        if ((await job.getState()) !== 'failed') return;
+        // Failed for good (not retried): a sorted-set lookup, not getState's scan of the waiting list.
+        if (!(await job.isFailed())) return;
         const finished = await finishAndAnnounce(announce, job.data.public_id, { status: TaskStatus.failed, errorCode: 'internal_error', errorMessage: INTERNAL_ERROR_MESSAGE });
         if (!finished) return;
         metrics.observeRun(kind, 'failed', 0);

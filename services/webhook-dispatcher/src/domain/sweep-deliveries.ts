@@ -1,5 +1,5 @@
 import type { Queryable } from '@taskapi/domain';
-import { deliveryJobId, type WebhookQueue } from '@taskapi/queue';
+import { deliveryJobId, jobOutcome, type WebhookQueue } from '@taskapi/queue';
 
 const BATCH = 1000;
 
@@ -37,12 +37,17 @@ export async function sweepDeliveries(db: Queryable, webhooks: WebhookQueue, gra
       values: [graceMs, after?.due ?? null, after?.id ?? null, batchSize],
     });
     const rows: PendingDeliveryRow[] = page.rows;
-    for (const row of rows) {
-      const attempt = row.last_attempt_in_flight ? row.attempt_count : row.attempt_count + 1;
-      const job = await webhooks.queue.getJob(deliveryJobId(row.id, attempt));
-      const state = job ? await job.getState() : 'unknown';
-      if (job && (state === 'failed' || state === 'completed')) await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true });
-      else if (state === 'unknown') await webhooks.enqueueAttempt(row.id, attempt, 0, row.account_id);
+    const attempts = rows.map((row) => (row.last_attempt_in_flight ? row.attempt_count : row.attempt_count + 1));
+    // A page's lookups at once (auto-pipelined), each constant work in Redis (see jobOutcome).
+    const outcomes = await Promise.all(rows.map((row, i) => jobOutcome(webhooks.queue, deliveryJobId(row.id, attempts[i]!))));
+    for (const [i, row] of rows.entries()) {
+      const attempt = attempts[i]!;
+      const outcome = outcomes[i];
+      if (outcome === 'failed' || outcome === 'completed') {
+        const job = await webhooks.queue.getJob(deliveryJobId(row.id, attempt));
+        if (!job) continue; // removed meanwhile: the next sweep sees it missing
+        await job.retry(outcome, { resetAttemptsMade: true, resetAttemptsStarted: true });
+      } else if (outcome === 'missing') await webhooks.enqueueAttempt(row.id, attempt, 0, row.account_id);
       else continue;
       requeued++;
     }

@@ -1,5 +1,5 @@
 import { TaskStatus, type TaskKind } from '@taskapi/domain';
-import type { TaskQueues } from '@taskapi/queue';
+import { jobOutcome, type TaskQueues } from '@taskapi/queue';
 import { finishAndAnnounce, type AnnounceDeps } from './finish-and-announce';
 import { INTERNAL_ERROR_MESSAGE } from './failure-message';
 
@@ -50,11 +50,13 @@ export async function sweepTasks(
     });
     const rows: PendingTaskRow[] = page.rows;
     const missing = new Map<TaskKind, string[]>();
-    for (const row of rows) {
-      const state = await deps.taskQueues.queues[row.kind].getJobState(row.public_id);
-      if (state === 'unknown') {
+    // A page's lookups at once (auto-pipelined), each constant work in Redis (see jobOutcome).
+    const outcomes = await Promise.all(rows.map((row) => jobOutcome(deps.taskQueues.queues[row.kind], row.public_id)));
+    for (const [i, row] of rows.entries()) {
+      const outcome = outcomes[i];
+      if (outcome === 'missing') {
         missing.set(row.kind, [...(missing.get(row.kind) ?? []), row.public_id]);
-      } else if (state === 'failed' || state === 'completed') {
+      } else if (outcome === 'failed' || outcome === 'completed') {
         const finished = await finishAndAnnounce(deps, row.public_id, { status: TaskStatus.failed, errorCode: 'internal_error', errorMessage: INTERNAL_ERROR_MESSAGE });
         if (finished) result.failed++;
       }

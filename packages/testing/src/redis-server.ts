@@ -1,0 +1,39 @@
+import { spawn } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { freePort } from './free-port';
+import { waitFor } from './wait';
+
+export interface PrivateRedis {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A redis-server of its own on a free port (nothing saved), for a test that reads the server's
+ * own statistics (`INFO commandstats`), which other test files would disturb on the shared one.
+ */
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `redis://127.0.0.1:${port}`;
+  await waitFor(
+    async () => {
+      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      try {
+        await probe.connect();
+        return (await probe.ping()) === 'PONG';
+      } finally {
+        probe.disconnect();
+      }
+    },
+    { timeoutMs: 10_000, intervalMs: 50, what: `redis-server on ${port}` },
+  );
+  return {
+    url,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
