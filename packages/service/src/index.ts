@@ -6,8 +6,6 @@ export { connectBackends } from './backends';
 export { createRedisClient } from './redis-client';
 export type { RedisClient, RedisTarget } from './redis-client';
 export { runPeriodically } from './periodic';
-export { idleStep, releaseMemoryWhenIdle } from './idle-memory';
-export type { IdleMemoryRelease, IdleState } from './idle-memory';
 export { startConfiguredOpsServer, startOpsServer } from './ops-server';
 export { checkReadiness } from './readiness';
 export type { Readiness } from './readiness';
