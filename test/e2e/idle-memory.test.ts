@@ -1,10 +1,15 @@
 // A service gives back the memory a busy period grew it by, once it has gone quiet: the API as
-// users start it (`npm run start:api`), busy with many large answers at once, then idle.
+// users start it (`npm run start:api`), busy with many large answers at once until it has grown,
+// then idle.
+import fs from 'node:fs';
 import { Pool } from 'undici';
-import { freePort, waitFor } from '@taskapi/testing';
+import { commandLine, freePort, waitFor } from '@taskapi/testing';
 import { flushRedis, redisUrl, startChild, systemEnv, type ChildService } from './support/system';
 
 const REDIS_DB = 1;
+const MB = 1024 * 1024;
+/** Growth the load must cause: well above the release's own 32 MB threshold. */
+const GROWTH = 64 * MB;
 
 let api: ChildService | undefined;
 
@@ -12,25 +17,34 @@ afterAll(async () => {
   await api?.stop();
 });
 
+const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+
 it('the API releases memory after a busy period, once its event loop has been idle for MEMORY_RELEASE_IDLE_MS', async () => {
   await flushRedis(redisUrl(REDIS_DB));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   api = await startChild('api', systemEnv(REDIS_DB, { HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: base, MEMORY_RELEASE_IDLE_MS: '2000' }), 'api listening');
+  const node = api.pids.find((pid) => commandLine(pid).includes('dist/api.js'));
+  expect(node).toBeDefined();
   const released = () => api!.logs.filter((l) => l.message === 'idle: memory released');
+  const started = rssOf(node!);
 
-  // Busy: the OpenAPI document (hundreds of kB each) to 32 concurrent clients.
+  // Busy until it has grown: the OpenAPI document (hundreds of kB each) to 32 concurrent clients.
   const pool = new Pool(base, { connections: 32 });
   try {
-    for (let round = 0; round < 12; round++) {
-      await Promise.all(
-        Array.from({ length: 64 }, async () => {
-          const res = await pool.request({ path: '/api/openapi.json', method: 'GET' });
-          await res.body.arrayBuffer();
-          expect(res.statusCode).toBe(200);
-        }),
-      );
-    }
+    await waitFor(
+      async () => {
+        await Promise.all(
+          Array.from({ length: 64 }, async () => {
+            const res = await pool.request({ path: '/api/openapi.json', method: 'GET' });
+            await res.body.arrayBuffer();
+            expect(res.statusCode).toBe(200);
+          }),
+        );
+        return rssOf(node!) >= started + GROWTH;
+      },
+      { timeoutMs: 60_000, intervalMs: 0, what: `the API to grow by ${GROWTH / MB} MB` },
+    );
   } finally {
     await pool.close();
   }
@@ -38,4 +52,4 @@ it('the API releases memory after a busy period, once its event loop has been id
   const [line] = await waitFor(() => (released().length ? released() : undefined), { timeoutMs: 30_000, what: 'the "idle: memory released" line' });
   expect(line).toEqual(expect.objectContaining({ level: 'info', service: 'api', rss_before_mb: expect.any(Number), rss_after_mb: expect.any(Number), took_ms: expect.any(Number) }));
   expect(line!.rss_after_mb as number).toBeLessThan((line!.rss_before_mb as number) - 16);
-}, 90_000);
+}, 120_000);

@@ -76,9 +76,10 @@ it('the task sweeper re-adds exactly the missing jobs of a waiting backlog, with
   expect(await taskQueues.queues['image-generation'].getWaitingCount()).toBe(BACKLOG);
   for (const n of missingNumbers) expect(await taskQueues.queues['image-generation'].getJob(`task_sweep${n}`)).toBeDefined();
   expect(stats.get('lpos') ?? 0).toBe(0);
-  // Constant work per task: one hash and two sorted-set lookups each, whatever the backlog.
-  expect(stats.get('hgetall')).toBe(BACKLOG);
-  expect(stats.get('zscore')).toBe(2 * (BACKLOG - missingNumbers.length));
+  // Constant work per task (today one hash read and two sorted-set lookups each): a bound that
+  // holds whatever BullMQ does inside, as long as no call grows with the backlog.
+  const calls = [...stats].filter(([name]) => name !== 'config' && name !== 'info').reduce((n, [, c]) => n + c, 0);
+  expect(calls).toBeLessThanOrEqual(6 * BACKLOG);
 });
 
 it('the delivery sweeper re-adds exactly the missing jobs of a waiting backlog, with no scan of the waiting list', async () => {

@@ -98,7 +98,15 @@ const settings = {
   /** How often each worker/dispatcher re-enqueues what the database says is pending (after Redis loss). */
   sweeperIntervalMs: variable('SWEEPER_INTERVAL_MS', wholeNumber(3_600_000).default(15_000)),
   /** Every service: after this long with an idle event loop following work, give grown memory back (0: never). */
-  memoryReleaseIdleMs: variable('MEMORY_RELEASE_IDLE_MS', wholeNumber(3_600_000).default(10_000)),
+  memoryReleaseIdleMs: variable(
+    'MEMORY_RELEASE_IDLE_MS',
+    z
+      .string()
+      .regex(/^\d+$/, named('must be a whole number of milliseconds (0: never)'))
+      .transform(Number)
+      .pipe(z.number().int().max(3_600_000, named('must be at most 3600000')))
+      .default(10_000),
+  ),
   /** Per-kind deadline of one engine run; past it the run is aborted and the task fails with `timeout`. */
   taskTimeoutsMs: perTaskKind((kind) => variable(kind.timeoutMs.variable, wholeNumber(3_600_000).default(kind.timeoutMs.default))),
   /** Which engine runs each kind: the built-in CPU engine, or the `http` engine at `httpEngine.url`. */

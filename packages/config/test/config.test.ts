@@ -147,6 +147,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...SECRETS, RETENTION_DAYS: '1.5' })).toThrow(/RETENTION_DAYS must be a whole number/);
   });
 
+  it('MEMORY_RELEASE_IDLE_MS: 10 s by default; 0 turns the idle memory release off', () => {
+    expect(loadConfig({ ...SECRETS }).memoryReleaseIdleMs).toBe(10_000);
+    expect(loadConfig({ ...SECRETS, MEMORY_RELEASE_IDLE_MS: '0' }).memoryReleaseIdleMs).toBe(0);
+    expect(loadConfig({ ...SECRETS, MEMORY_RELEASE_IDLE_MS: '2500' }).memoryReleaseIdleMs).toBe(2_500);
+    expect(() => loadConfig({ ...SECRETS, MEMORY_RELEASE_IDLE_MS: '-1' })).toThrow(/MEMORY_RELEASE_IDLE_MS must be a whole number/);
+    expect(() => loadConfig({ ...SECRETS, MEMORY_RELEASE_IDLE_MS: '3600001' })).toThrow(/MEMORY_RELEASE_IDLE_MS must be at most 3600000/);
+  });
+
   it('REDIS_CLUSTER_NODES: unset (REDIS_URL alone) by default; host:port nodes when set', () => {
     expect(loadConfig({ ...SECRETS }).redisClusterNodes).toBeUndefined();
     expect(loadConfig({ ...SECRETS, REDIS_CLUSTER_NODES: '' }).redisClusterNodes).toBeUndefined();

@@ -16,8 +16,12 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let failed: Error | undefined;
+  child.once('error', (err) => {
+    failed = err; // e.g. no redis-server on this machine
+  });
   const url = `redis://127.0.0.1:${port}`;
-  await waitFor(
+  const ready = waitFor(
     async () => {
       const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       try {
@@ -29,6 +33,12 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     },
     { timeoutMs: 10_000, intervalMs: 50, what: `redis-server on ${port}` },
   );
+  try {
+    await ready;
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw failed ?? err;
+  }
   return {
     url,
     stop: async () => {
