@@ -70,6 +70,14 @@ export const wholeNumber = (max = Number.MAX_SAFE_INTEGER) =>
     .transform(Number)
     .pipe(z.number().int().min(1, named('must be at least 1')).max(max, named(`must be at most ${max}`)));
 
+/** A whole number of milliseconds from 0 to `max`; `zero` says what 0 means, in the message. */
+export const millisecondsFromZero = (max: number, zero?: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, named(`must be a whole number of milliseconds${zero ? ` (0: ${zero})` : ''}`))
+    .transform(Number)
+    .pipe(z.number().int().max(max, named(`must be at most ${max}`)));
+
 export const portNumber = () =>
   z
     .string()

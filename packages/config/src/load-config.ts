@@ -4,7 +4,7 @@ import { isTaskKind, perTaskKind, TASK_KINDS } from '@taskapi/task-kinds';
 import { z } from 'zod';
 import { ConfigError } from './config-error';
 import { devSecrets } from './dev-secrets';
-import { commaList, envSchema, flag, named, parseEnv, portNumber, variable, variablesOf, wholeNumber, type Parsed } from './env-settings';
+import { commaList, envSchema, flag, millisecondsFromZero, named, parseEnv, portNumber, variable, variablesOf, wholeNumber, type Parsed } from './env-settings';
 
 const httpUrl = (problem: string) => z.url({ protocol: /^https?$/, ...named(problem) });
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
@@ -98,15 +98,7 @@ const settings = {
   /** How often each worker/dispatcher re-enqueues what the database says is pending (after Redis loss). */
   sweeperIntervalMs: variable('SWEEPER_INTERVAL_MS', wholeNumber(3_600_000).default(15_000)),
   /** Every service: after this long with an idle event loop following work, give grown memory back (0: never). */
-  memoryReleaseIdleMs: variable(
-    'MEMORY_RELEASE_IDLE_MS',
-    z
-      .string()
-      .regex(/^\d+$/, named('must be a whole number of milliseconds (0: never)'))
-      .transform(Number)
-      .pipe(z.number().int().max(3_600_000, named('must be at most 3600000')))
-      .default(10_000),
-  ),
+  memoryReleaseIdleMs: variable('MEMORY_RELEASE_IDLE_MS', millisecondsFromZero(3_600_000, 'never').default(10_000)),
   /** Per-kind deadline of one engine run; past it the run is aborted and the task fails with `timeout`. */
   taskTimeoutsMs: perTaskKind((kind) => variable(kind.timeoutMs.variable, wholeNumber(3_600_000).default(kind.timeoutMs.default))),
   /** Which engine runs each kind: the built-in CPU engine, or the `http` engine at `httpEngine.url`. */
@@ -166,15 +158,7 @@ const settings = {
    * and never sends a request on a connection the API is closing.
    */
   keepAliveTimeoutMs: variable('HTTP_KEEP_ALIVE_TIMEOUT_MS', wholeNumber(3_600_000).default(65_000)),
-  shutdownDrainMs: variable(
-    'SHUTDOWN_DRAIN_MS',
-    z
-      .string()
-      .regex(/^\d+$/, named('must be a whole number of milliseconds'))
-      .transform(Number)
-      .pipe(z.number().int().max(120_000, named('must be at most 120000')))
-      .optional(),
-  ),
+  shutdownDrainMs: variable('SHUTDOWN_DRAIN_MS', millisecondsFromZero(120_000).optional()),
   devSecretsFile: variable('DEV_SECRETS_FILE', z.string().min(1).default('.dev-secrets.json')),
 };
 
