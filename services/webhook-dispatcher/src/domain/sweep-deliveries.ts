@@ -42,12 +42,10 @@ export async function sweepDeliveries(db: Queryable, webhooks: WebhookQueue, gra
     const outcomes = await Promise.all(rows.map((row, i) => jobOutcome(webhooks.queue, deliveryJobId(row.id, attempts[i]!))));
     for (const [i, row] of rows.entries()) {
       const attempt = attempts[i]!;
-      const outcome = outcomes[i];
-      if (outcome === 'failed' || outcome === 'completed') {
-        const job = await webhooks.queue.getJob(deliveryJobId(row.id, attempt));
-        if (!job) continue; // removed meanwhile: the next sweep sees it missing
-        await job.retry(outcome, { resetAttemptsMade: true, resetAttemptsStarted: true });
-      } else if (outcome === 'missing') await webhooks.enqueueAttempt(row.id, attempt, 0, row.account_id);
+      const found = outcomes[i]!;
+      if (found.outcome === 'failed' || found.outcome === 'completed') {
+        await found.job.retry(found.outcome, { resetAttemptsMade: true, resetAttemptsStarted: true });
+      } else if (found.outcome === 'missing') await webhooks.enqueueAttempt(row.id, attempt, 0, row.account_id);
       else continue;
       requeued++;
     }

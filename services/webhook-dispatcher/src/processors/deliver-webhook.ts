@@ -3,7 +3,7 @@ import type { Queryable } from '@taskapi/domain';
 import type { EgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
 import { WEBHOOK_QUEUE, type WebhookAttemptResult, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
-import { claimAndLoad } from '../domain/claim-and-load';
+import { claimAndLoad, type ClaimedDelivery } from '../domain/claim-and-load';
 import { claimAttempt } from '../domain/claim-attempt';
 import { loadDelivery, type DeliveryToSend } from '../domain/load-delivery';
 import { recordAttempt } from '../domain/record-attempt';
@@ -81,9 +81,7 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
       const now = new Date();
       const claimed = await claimAndLoad(deps.db, { deliveryId, attempt, accountId: jobAccountId, ciphertext: known.ciphertext, startedAt: now });
       if (claimed) {
-        const body = webhookBody(claimed);
-        const headers = webhookHeaders({ deliveryId, attempt, secret: known.secret, body, now });
-        const result = await sendAttempt(deps.egress, { url: claimed.url, body, headers }, deps.timeoutMs);
+        const result = await sendAttempt(deps.egress, webhookRequest(claimed, known.secret, attempt, now), deps.timeoutMs);
         return finishAttempt(deps, job, { ...fields, public_id: claimed.public_id }, result, jobAccountId);
       }
     }
@@ -117,7 +115,11 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
 }
 
 function buildRequest(deps: DeliverWebhookDeps, secrets: SecretCache, delivery: DeliveryToSend, attempt: number, now: Date): WebhookRequest {
-  const secret = secrets.decrypt(deps.secretsKey, delivery.account_id, delivery.webhook_secret_ciphertext);
+  return webhookRequest(delivery, secrets.decrypt(deps.secretsKey, delivery.account_id, delivery.webhook_secret_ciphertext), attempt, now);
+}
+
+/** The signed request of one attempt (both paths: claimed-and-loaded, and loaded then claimed). */
+function webhookRequest(delivery: ClaimedDelivery, secret: string, attempt: number, now: Date): WebhookRequest {
   const body = webhookBody(delivery);
   return { url: delivery.url, body, headers: webhookHeaders({ deliveryId: delivery.id, attempt, secret, body, now }) };
 }

@@ -53,7 +53,7 @@ export async function sweepTasks(
     // A page's lookups at once (auto-pipelined), each constant work in Redis (see jobOutcome).
     const outcomes = await Promise.all(rows.map((row) => jobOutcome(deps.taskQueues.queues[row.kind], row.public_id)));
     for (const [i, row] of rows.entries()) {
-      const outcome = outcomes[i];
+      const { outcome } = outcomes[i]!;
       if (outcome === 'missing') {
         missing.set(row.kind, [...(missing.get(row.kind) ?? []), row.public_id]);
       } else if (outcome === 'failed' || outcome === 'completed') {
