@@ -139,7 +139,8 @@ function apiEnv(databaseUrl: string, redisUrl: string, port: number): NodeJS.Pro
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     NODE_ENV: 'production',
-    LOG_LEVEL: 'warn',
+    // Production's level: every request writes its access-log line (to a pipe the bench drains).
+    LOG_LEVEL: 'info',
     PORT: String(port),
     HOST: '127.0.0.1',
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
@@ -153,7 +154,12 @@ function apiEnv(databaseUrl: string, redisUrl: string, port: number): NodeJS.Pro
 
 async function startApi(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
   const [command, args] = serviceCommand('api', 'built');
-  const api = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'inherit' });
+  const api = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // Warnings and errors still reach the terminal; the access lines are read and dropped.
+  api.stdout?.on('data', (chunk: Buffer) => {
+    if (!chunk.includes('"level":"warn"') && !chunk.includes('"level":"error"')) return;
+    for (const line of chunk.toString().split('\n')) if (/"level":"(warn|error)"/.test(line)) process.stderr.write(`api: ${line}\n`);
+  });
   await waitUntilReady(`http://127.0.0.1:${env.PORT}/readyz`);
   return api;
 }
