@@ -1,9 +1,10 @@
 // A service gives back the memory a busy period grew it by, once it has gone quiet: the API as
-// users start it (`npm run start:api`), busy with many large answers at once until it has grown,
-// then idle.
+// users start it (`npm run start:api`), busy with many large task-creation bodies at once until it
+// has grown, then idle.
 import fs from 'node:fs';
 import { Pool } from 'undici';
 import { commandLine, freePort, waitFor } from '@taskapi/testing';
+import { createKey, seedAccount, startApi } from '../../services/api/test/support/harness';
 import { flushRedis, redisUrl, startChild, systemEnv, type ChildService } from './support/system';
 
 const REDIS_DB = 1;
@@ -23,22 +24,33 @@ it('the API releases memory after a busy period, once its event loop has been id
   await flushRedis(redisUrl(REDIS_DB));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  api = await startChild('api', systemEnv(REDIS_DB, { HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: base, MEMORY_RELEASE_IDLE_MS: '2000' }), 'api listening');
+  const env = systemEnv(REDIS_DB, { RATE_LIMIT_PAID_PER_MINUTE: '1000000', RATE_LIMIT_PAID_PER_DAY: '1000000' });
+  // A paid key, made through an API of this process on the same database.
+  const seeder = await startApi(env);
+  const key = await createKey(seeder, await seedAccount(seeder), { type: 'paid' }).finally(() => seeder.close());
+  api = await startChild('api', { ...env, HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: base, MEMORY_RELEASE_IDLE_MS: '2000' }, 'api listening');
   const node = api.pids.find((pid) => commandLine(pid).includes('dist/api.js'));
   expect(node).toBeDefined();
   const released = () => api!.logs.filter((l) => l.message === 'idle: memory released');
   const started = rssOf(node!);
 
-  // Busy until it has grown: the OpenAPI document (hundreds of kB each) to 32 concurrent clients.
-  const pool = new Pool(base, { connections: 32 });
+  // Busy until it has grown: creation requests with 40 kB payloads of small objects, 64 at a time,
+  // each parsed, kept as text and validated, then refused (an empty prompt: no task, no charge).
+  const body = JSON.stringify({ prompt: '', payload: Array.from({ length: 2_000 }, (_, i) => ({ n: i, s: 'memory' })) });
+  const pool = new Pool(base, { connections: 64 });
   try {
     await waitFor(
       async () => {
         await Promise.all(
           Array.from({ length: 64 }, async () => {
-            const res = await pool.request({ path: '/api/openapi.json', method: 'GET' });
+            const res = await pool.request({
+              path: '/api/tasks/image-generation',
+              method: 'POST',
+              headers: { 'x-api-key': key.plaintext, 'content-type': 'application/json' },
+              body,
+            });
             await res.body.arrayBuffer();
-            expect(res.statusCode).toBe(200);
+            expect(res.statusCode).toBe(400);
           }),
         );
         return rssOf(node!) >= started + GROWTH;

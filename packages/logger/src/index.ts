@@ -1,5 +1,5 @@
 import { EOL } from 'node:os';
-import type { Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import winston from 'winston';
 
 export type Logger = winston.Logger;
@@ -30,6 +30,8 @@ const REDACTED = '[redacted]';
 const SECRET_PATTERN = /\b(sk-(?:live|test)-)[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9+/=]{8,}/g;
 
 function scrubString(s: string): string {
+  // Every match holds one of these literally: most strings are returned without running the pattern.
+  if (!s.includes('sk-') && !s.includes('whsec_')) return s;
   return s.replace(SECRET_PATTERN, (m, keyPrefix: string | undefined) => (keyPrefix ? `${keyPrefix}${REDACTED}` : `whsec_${REDACTED}`));
 }
 
@@ -65,74 +67,130 @@ export interface LoggerOptions {
   stream?: NodeJS.WritableStream;
 }
 
-/** Where each logger made by `createLogger` writes, for `logFlatLine`. */
-const destinations = new WeakMap<Logger, { service: string; stream: NodeJS.WritableStream | undefined }>();
+/**
+ * Lines on their way to one destination (stdout, or a test's stream). Every line of an event-loop
+ * turn, winston's and the flat writers' alike, joins one string that is written when the turn ends
+ * (setImmediate) and at exit: one system call per turn instead of one per line, no stream
+ * bookkeeping per line, and the lines in the order they were logged.
+ */
+class LineBatch {
+  private pending = '';
+  private scheduled = false;
+
+  constructor(private readonly out: NodeJS.WritableStream) {}
+
+  add(text: string): void {
+    this.pending += text;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.flush);
+  }
+
+  readonly flush = (): void => {
+    this.scheduled = false;
+    const text = this.pending;
+    this.pending = '';
+    if (text) this.out.write(text);
+  };
+}
+
+const batches = new Map<NodeJS.WritableStream, LineBatch>();
+
+/** The batch of a destination, shared by every logger writing there. */
+function batchFor(out: NodeJS.WritableStream): LineBatch {
+  let batch = batches.get(out);
+  if (!batch) {
+    // At exit the lines still held go out synchronously (stdout writes are synchronous then).
+    if (!batches.size) process.once('exit', () => batches.forEach((b) => b.flush()));
+    batch = new LineBatch(out);
+    batches.set(out, batch);
+  }
+  return batch;
+}
+
+/** Where each logger made by `createLogger` writes, for `flatLineWriter`. */
+const destinations = new WeakMap<Logger, { service: string; batch: LineBatch }>();
 
 /** A winston logger writing one JSON object per line to stdout, with secrets redacted. */
 export function createLogger({ service, level = 'info', stream }: LoggerOptions): Logger {
+  const batch = batchFor(stream ?? process.stdout);
   const logger = winston.createLogger({
     level: level === 'silent' ? 'error' : level,
     silent: level === 'silent',
     defaultMeta: { service },
     format: winston.format.combine(redact(), winston.format.timestamp(), winston.format.json()),
-    transports: [stream ? new winston.transports.Stream({ stream }) : new winston.transports.Console()],
+    transports: [
+      new winston.transports.Stream({
+        stream: new Writable({
+          decodeStrings: false,
+          write(chunk: string | Buffer, _encoding, done) {
+            batch.add(typeof chunk === 'string' ? chunk : chunk.toString());
+            done();
+          },
+        }),
+      }),
+    ],
   });
-  destinations.set(logger, { service, stream });
+  destinations.set(logger, { service, batch });
   return logger;
 }
 
 /** A value of a flat log line. */
 export type FlatValue = string | number | boolean | null | undefined;
 
+/** The fields every line has besides the caller's, and who fills them in. */
+const LINE_FIELDS = ['service', 'level', 'message', 'timestamp'] as const;
+
 /**
- * `logger.log(level, message, fields)` for a line of flat fields, written straight to the logger's
- * destination: the same JSON text winston writes (keys sorted, undefined fields left out, secrets
- * redacted by name and by shape, `service` and `timestamp` added), without winston's format chain
- * and object streams, which cost more than the request they describe. For the one line per request
- * of the access log. Loggers not made by `createLogger` get `logger.log`. The caller checks the level.
+ * A writer of one kind of flat line: `logger.log(level, message, fields)` for a line whose fields
+ * are `fieldNames` (values in that order), written straight to the logger's destination. The text
+ * is what winston writes (keys sorted, undefined fields left out, secrets redacted by name and by
+ * shape, `service` and `timestamp` added), without winston's format chain and object streams,
+ * which cost more than the request they describe; the key order and quoting are worked out here,
+ * once. For the one line per request of the access log. Loggers not made by `createLogger` get
+ * `logger.log`. The caller checks the level.
  */
-export function logFlatLine(logger: Logger, level: string, message: string, fields: Record<string, FlatValue>): void {
+export function flatLineWriter(logger: Logger, message: string, fieldNames: readonly string[]): (level: string, values: readonly FlatValue[]) => void {
   const destination = destinations.get(logger);
   if (!destination) {
-    logger.log(level, message, fields);
-    return;
+    return (level, values) => logger.log(level, message, Object.fromEntries(fieldNames.map((name, i) => [name, values[i]])));
   }
-  if (logger.silent) return;
-  const all: Record<string, FlatValue> = { service: destination.service, ...fields, level, message, timestamp: new Date().toISOString() };
-  let line = '';
-  for (const key of Object.keys(all).sort()) {
-    const value = all[key];
-    if (value === undefined) continue;
-    const text = SENSITIVE.has(key.toLowerCase()) ? REDACTED : typeof value === 'string' ? scrubString(value) : value;
-    line += `${line ? ',' : '{'}${JSON.stringify(key)}:${JSON.stringify(text)}`;
-  }
-  line += `}${EOL}`;
-  writeBatched(destination.stream ?? process.stdout, line);
-}
-
-/** Destinations holding lines until the end of this turn of the event loop. */
-const held = new Set<Writable>();
-let exitHooked = false;
-
-/**
- * Writes a line, sending every line of this event-loop turn in one system call: the stream is
- * corked at the first line and uncorked by setImmediate (and at exit, where stdout writes are
- * synchronous). Other lines written meanwhile (winston's) queue behind in the same stream, so the
- * order is kept.
- */
-function writeBatched(out: NodeJS.WritableStream, line: string): void {
-  const stream = out as Writable;
-  if (!held.has(stream) && typeof stream.cork === 'function') {
-    if (!exitHooked) {
-      exitHooked = true;
-      process.once('exit', () => held.forEach((s) => s.uncork()));
+  const clash = fieldNames.find((name) => (LINE_FIELDS as readonly string[]).includes(name));
+  if (clash) throw new Error(`flatLineWriter: "${clash}" is written by the logger itself`);
+  // In key order: what each key's value is (an index into `values`, or one of the line's own fields).
+  const plan = [...LINE_FIELDS, ...fieldNames].sort().map((key) => ({
+    prefix: `${JSON.stringify(key)}:`,
+    sensitive: SENSITIVE.has(key.toLowerCase()),
+    source: (LINE_FIELDS as readonly string[]).includes(key) ? (key as (typeof LINE_FIELDS)[number]) : fieldNames.indexOf(key),
+  }));
+  const serviceText = JSON.stringify(scrubString(destination.service));
+  const messageText = JSON.stringify(scrubString(message));
+  const { batch } = destination;
+  // A busy process writes many lines per millisecond: each millisecond's text is made once.
+  let lastMs = -1;
+  let lastTimestamp = '';
+  return (level, values) => {
+    if (logger.silent) return;
+    let line = '';
+    for (const { prefix, sensitive, source } of plan) {
+      let text: string;
+      if (source === 'service') text = serviceText;
+      else if (source === 'message') text = messageText;
+      else if (source === 'timestamp') {
+        const ms = Date.now();
+        if (ms !== lastMs) {
+          lastMs = ms;
+          lastTimestamp = `"${new Date(ms).toISOString()}"`;
+        }
+        text = lastTimestamp;
+      }
+      else {
+        const value = source === 'level' ? level : values[source];
+        if (value === undefined) continue;
+        text = sensitive ? `"${REDACTED}"` : JSON.stringify(typeof value === 'string' ? scrubString(value) : value);
+      }
+      line += `${line ? ',' : '{'}${prefix}${text}`;
     }
-    held.add(stream);
-    stream.cork();
-    setImmediate(() => {
-      held.delete(stream);
-      stream.uncork();
-    });
-  }
-  stream.write(line);
+    batch.add(`${line}}${EOL}`);
+  };
 }

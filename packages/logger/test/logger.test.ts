@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { createLogger, logFlatLine } from '../src';
+import { createLogger, flatLineWriter } from '../src';
 
 describe('logger', () => {
   it('writes JSON lines and never a secret, by field name or by shape', async () => {
@@ -33,14 +33,20 @@ describe('logger', () => {
     stream.on('data', (c: Buffer) => chunks.push(c.toString()));
     const logger = createLogger({ service: 'api', level: 'info', stream });
     const key = 'sk-live-' + 'A'.repeat(40);
-    const fields = { request_id: 'req_1', method: 'GET', path: `/api/x/${key}/"quoted"\\\n\u2028`, status: 200, duration_ms: 1.25, account_id: undefined, key_prefix: 'sk-live-Ab', token: 'abc', ok: true, none: null };
+    const fields = { request_id: 'req_1', method: 'GET', path: `/api/x/${key}/"quoted"\\\n\u2028`, status: 200, duration_ms: 1.25, account_id: undefined, key_prefix: 'sk-live-Ab', token: 'abc', note: `secret whsec_${'B'.repeat(44)}`, ok: true, none: null };
     logger.info('request', fields);
-    logFlatLine(logger, 'info', 'request', fields);
+    flatLineWriter(logger, 'request', Object.keys(fields))('info', Object.values(fields));
     await new Promise((r) => setImmediate(r));
 
     const [viaWinston, flat] = chunks.join('').split('\n').map((l) => l.replace(/"timestamp":"[^"]+"/, '"timestamp":"T"'));
     expect(flat).toBe(viaWinston);
     expect(flat).not.toContain('A'.repeat(40));
+    expect(flat).not.toContain('B'.repeat(44));
     expect(JSON.parse(flat as string)).toMatchObject({ service: 'api', level: 'info', message: 'request', status: 200, token: '[redacted]' });
+  });
+
+  it('refuses a flat line field that the logger writes itself', () => {
+    const logger = createLogger({ service: 'api', level: 'info', stream: new PassThrough() });
+    expect(() => flatLineWriter(logger, 'request', ['path', 'level'])).toThrow('"level" is written by the logger itself');
   });
 });

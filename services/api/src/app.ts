@@ -6,8 +6,7 @@ import { apiKeyAuth } from './http/api-key-auth';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { mountRoutes } from './http/mount-routes';
 import { observe } from './http/observe';
-import { routeTemplateMatcher } from './http/route-templates';
-import { securityHeaders } from './http/security-headers';
+import { responseDefaults } from './http/response-defaults';
 import { sessionAuth } from './http/session-auth';
 import { BULL_BOARD_PATH, bullBoardRoutes } from './routes/bull-board';
 import { docsPages } from './routes/docs';
@@ -23,14 +22,8 @@ export function createApp(deps: ApiDeps): express.Express {
   // client's own (forged) entries never become its address. (`true` is refused in production.)
   app.set('trust proxy', deps.config.trustProxy);
 
-  app.use(observe(deps.logger, deps.metrics, routeTemplateMatcher(ROUTES)));
-  app.use((_req, res, next) => {
-    // Draining before shutdown: each connection ends after its response, so keep-alive clients
-    // reconnect to a replica that is staying.
-    if (deps.lifecycle.draining) res.setHeader('Connection', 'close');
-    next();
-  });
-  app.use(securityHeaders);
+  app.use(observe(deps.logger, deps.metrics));
+  app.use(responseDefaults(deps.lifecycle));
 
   mountRoutes(app, ROUTES, deps, AUTH_SCOPES, {
     apiKey: apiKeyAuth(deps),

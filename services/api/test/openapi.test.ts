@@ -84,6 +84,9 @@ function registeredRoutes(app: any): string[] {
     for (const layer of stack) {
       if (layer.route) {
         for (const method of Object.keys(layer.route.methods)) out.push(`${method.toUpperCase()} ${joinPath(prefix, layer.route.path)}`);
+      } else if (Array.isArray(layer.handle?.served)) {
+        // The registry's route table (http/mount-routes.ts): one middleware serving every operation.
+        out.push(...(layer.handle.served as string[]));
       } else if (Array.isArray(layer.handle?.stack)) {
         if (typeof layer.rawPath !== 'string') throw new Error('router layer without rawPath: Express router internals changed');
         walk(layer.handle.stack, joinPath(prefix, layer.rawPath));

@@ -7,6 +7,8 @@ export type { KeyPrincipal, SessionPrincipal };
 export interface RequestLocals {
   requestId: string;
   startedAt: bigint;
+  /** The registry's template of the route that serves the request (`/api/tasks/{publicId}`), once routed. */
+  route?: string;
   key?: KeyPrincipal;
   session?: SessionPrincipal;
   publicId?: string;

@@ -13,6 +13,25 @@ export interface ApiMetrics {
   taskE2e: Histogram<'kind' | 'status'>;
 }
 
+/**
+ * Counts one answered request and its duration. The labelled series are looked up once per
+ * method, route and status and kept (prom-client hashes the label values on every call otherwise);
+ * routes are templates and methods the few Node accepts, so the set stays small.
+ */
+export function requestRecorder(metrics: Pick<ApiMetrics, 'httpRequests' | 'httpDuration'>): (method: string, route: string, status: number, seconds: number) => void {
+  const series = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
+  return (method, route, status, seconds) => {
+    const key = `${method} ${route} ${status}`;
+    let s = series.get(key);
+    if (!s) {
+      s = { count: metrics.httpRequests.labels(method, route, String(status)), duration: metrics.httpDuration.labels(method, route) };
+      series.set(key, s);
+    }
+    s.count.inc();
+    s.duration.observe(seconds);
+  };
+}
+
 export interface MetricsOptions {
   defaultMetrics?: boolean;
   /** Queue-wide autoscaling signals, read from Redis at every scrape. */

@@ -1,0 +1,74 @@
+// The route table (http/mount-routes.ts) serves the registry as Express's router did: paths match
+// case-insensitively and with an optional trailing slash, HEAD is answered by the GET route, a
+// scope authenticates before anything below it is matched or decoded, and a route outside any
+// scope decodes its parameters when it is matched.
+import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
+
+let api: TestApi;
+let account: TestAccount;
+let key: CreatedKey;
+let taskId: string;
+
+beforeAll(async () => {
+  api = await startApi();
+  account = await seedAccount(api, { credits: 100, label: 'routes' });
+  key = await createKey(api, account, { type: 'paid' });
+  const created = await api.req('POST', '/api/tasks/image-generation', { headers: withKey(key), body: { prompt: 'routes', width: 64, height: 64 } });
+  taskId = created.body.public_id;
+});
+
+afterAll(async () => {
+  await api.close();
+});
+
+describe('the route table', () => {
+  it('matches paths case-insensitively and with a trailing slash', async () => {
+    for (const path of [`/api/tasks/${taskId}`, `/API/Tasks/${taskId}`, `/api/tasks/${taskId}/`]) {
+      const res = await api.req('GET', path, { headers: withKey(key) });
+      expect({ path, status: res.status, id: res.body.public_id }).toEqual({ path, status: 200, id: taskId });
+    }
+    expect((await api.req('GET', '/api/tasks/', { headers: withKey(key) })).body.data).toEqual(expect.any(Array));
+    expect((await api.req('GET', `/api/tasks/${taskId}//`, { headers: withKey(key) })).status).toBe(404);
+  });
+
+  it('answers HEAD with the GET route: its status and headers, no body', async () => {
+    const get = await api.req('GET', `/api/tasks/${taskId}`, { headers: withKey(key) });
+    const head = await api.req('HEAD', `/api/tasks/${taskId}`, { headers: withKey(key) });
+    expect(head.status).toBe(200);
+    expect(head.text).toBe('');
+    expect(head.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(head.headers.get('content-length')).toBe(get.headers.get('content-length'));
+    expect(head.headers.get('ratelimit-policy')).toBe(get.headers.get('ratelimit-policy'));
+  });
+
+  it('authenticates a scope before matching or decoding below it', async () => {
+    // Unknown, undecodable or wrong-method paths below /api/tasks: 401 without a key...
+    for (const [method, path] of [
+      ['GET', '/api/tasks/%E0%A4%A'],
+      ['GET', '/api/tasks/no/such/thing'],
+      ['DELETE', `/api/tasks/${taskId}`],
+      ['GET', '/API/TASKS/anything'],
+    ] as const) {
+      const res = await api.req(method, path);
+      expect({ method, path, status: res.status, body: res.body }).toEqual({ method, path, status: 401, body: { message: 'API key required.' } });
+    }
+    // ...and with one, a 400 for the undecodable parameter and a 404 for what does not exist.
+    expect((await api.req('GET', '/api/tasks/%E0%A4%A', { headers: withKey(key) })).status).toBe(400);
+    expect((await api.req('GET', '/api/tasks/no/such/thing', { headers: withKey(key) })).body).toEqual({ message: 'Not found.' });
+    expect((await api.req('DELETE', `/api/tasks/${taskId}`, { headers: withKey(key) })).body).toEqual({ message: 'Not found.' });
+  });
+
+  it('decodes a parameter of a route outside any scope when it matches, before anything else', async () => {
+    const res = await api.req('GET', `/api/files/${taskId}/%ZZ`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    // A decodable one reaches the route, which checks its signature.
+    expect((await api.req('GET', `/api/files/${taskId}/image%2Epng`)).status).toBe(403);
+  });
+
+  it('leaves paths outside the registry to the rest of the app', async () => {
+    expect((await api.req('GET', '/nowhere')).body).toEqual({ message: 'Not found.' });
+    expect((await api.req('GET', '/healthz/')).status).toBe(200);
+    expect((await api.req('GET', '/docs')).headers.get('content-type')).toMatch(/^text\/html/);
+  });
+});
