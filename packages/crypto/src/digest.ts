@@ -1,8 +1,9 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 
 /** Lower-case hex SHA-256 of a string (UTF-8) or bytes. */
 export function sha256Hex(data: string | Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
+  // One-shot: no Hash object per call (every key-authenticated request hashes its key).
+  return hash('sha256', data, 'hex');
 }
 
 /** Lower-case hex HMAC-SHA256 of `data` keyed with `key`. */

@@ -55,13 +55,14 @@ describe('the rate-limit script', () => {
     expect(await redis.hget(rateLimitKeys(accountId, keyId)[1], 'n')).toBe('20');
   });
 
-  it('returns each request its own prefetched value, null where the key is absent', async () => {
+  it('returns each request its own prefetched value, null where the key is absent or none was asked', async () => {
     const { accountId, keyId } = ids();
     await redis.set(`task:{${accountId}}:a`, '10');
     await redis.set(`task:{${accountId}}:b`, '20');
-    const keys = [`task:{${accountId}}:a`, undefined, `task:{${accountId}}:missing`, `task:{${accountId}}:b`];
+    // The first request goes alone, the rest together (one of them twice: read once, answered to both).
+    const keys = [`task:{${accountId}}:b`, `task:{${accountId}}:a`, undefined, `task:{${accountId}}:missing`, `task:{${accountId}}:b`, `task:{${accountId}}:a`];
     const outcomes = await Promise.all(keys.map((k) => limiter.consume(accountId, keyId, POLICY, k)));
-    expect(outcomes.map((o) => (o.kind === 'accepted' ? o.prefetched : 'refused'))).toEqual(['10', null, null, '20']);
+    expect(outcomes.map((o) => (o.kind === 'accepted' ? o.prefetched : 'refused'))).toEqual(['20', '10', null, null, '20', '10']);
   });
 
   it('refuses a whole batch once the key is revoked', async () => {

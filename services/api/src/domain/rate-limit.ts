@@ -23,19 +23,22 @@ import { revokedMarkerKey } from './key-revocation';
 // All keys carry the account's hash tag, so the script touches one Redis Cluster slot.
 //
 // KEYS: 1 minute list, 2 day hash, 3 revocation marker, 4 legacy minute zset, 5 legacy day hash,
-//       6.. one key to prefetch per request (a key that never exists when the request has none)
-// ARGV: 1 minute limit, 2 day limit
+//       6.. the keys to prefetch (each once, however many requests asked for it)
+// ARGV: 1 minute limit, 2 day limit, 3 number of requests
 // Returns {-1} when the key is revoked, else
 //   {accepted, minute_count, day_count, minute_reset_s, day_reset_s,
 //    limited_window, minute_remaining, minute_reset_s, day_remaining, day_reset_s, retry_after_s,
 //    prefetched...}
 // where the first five describe the accepted requests (counts before the first of them; day_reset_s
 // only when the day window is the tighter one, else 0), the next six the rejected ones
-// (limited_window 0 minute, 2 day; zeros when none), and prefetched has one value (or nil) per request.
+// (limited_window 0 minute, 2 day; zeros when none), and prefetched has the value (or nil) of each
+// prefetched key, in KEYS order.
 const SCRIPT = `
 if redis.call('EXISTS', KEYS[3]) == 1 then return {-1} end
-local n = #KEYS - 5
-local prefetched = redis.call('MGET', unpack(KEYS, 6, 5 + n))
+local n = tonumber(ARGV[3])
+local m = #KEYS - 5
+local prefetched = {}
+if m > 0 then prefetched = redis.call('MGET', unpack(KEYS, 6, 5 + m)) end
 local mlimit = tonumber(ARGV[1])
 local dlimit = tonumber(ARGV[2])
 local t = redis.call('TIME')
@@ -165,7 +168,7 @@ if accepted < n then
   out[10] = dres
   out[11] = retry
 end
-for i = 1, n do out[11 + i] = prefetched[i] end
+for i = 1, m do out[11 + i] = prefetched[i] end
 return out
 `;
 
@@ -246,25 +249,32 @@ export class RateLimiter {
 
   private async decide(batch: Pending[]): Promise<RateLimitOutcome[]> {
     const { accountId, keyId, policy } = batch[0] as Pending;
-    const none = `taskapi:rl:{${accountId}}:none`;
     const keys = [...rateLimitKeys(accountId, keyId), revokedMarkerKey(accountId, keyId), ...legacyRateLimitKeys(accountId, keyId)];
-    for (const p of batch) keys.push(p.prefetchKey ?? none);
+    // Each key once: a crowd polling one task asks for its marker once.
+    const prefetchAt = new Map<string, number>();
+    for (const p of batch) {
+      if (p.prefetchKey !== undefined && !prefetchAt.has(p.prefetchKey)) {
+        prefetchAt.set(p.prefetchKey, 11 + prefetchAt.size);
+        keys.push(p.prefetchKey);
+      }
+    }
     let r: Array<number | string | null>;
     try {
-      r = await this.redis.taskapiRateLimitBatch(keys.length, ...keys, policy.perMinute, policy.perDay);
+      r = await this.redis.taskapiRateLimitBatch(keys.length, ...keys, policy.perMinute, policy.perDay, batch.length);
     } catch (err) {
       throw unavailable('redis', err);
     }
     if (r[0] === -1) return batch.map((): RateLimitOutcome => ({ kind: 'revoked' }));
     const [accepted, minuteCount, dayCount, minuteReset, dayReset, limitedWindow, ...rest] = r as number[];
     const [mrem, mres, drem, dres, retryAfter] = rest;
-    return batch.map((_p, i): RateLimitOutcome => {
+    return batch.map((p, i): RateLimitOutcome => {
       if (i < accepted!) {
         const state: WindowState = {
           minute: { remaining: policy.perMinute - minuteCount! - i - 1, reset: minuteReset! },
           day: { remaining: policy.perDay - dayCount! - i - 1, reset: dayReset! },
         };
-        return { kind: 'accepted', state, prefetched: (r[11 + i] as string | null) ?? null };
+        const at = p.prefetchKey === undefined ? undefined : prefetchAt.get(p.prefetchKey);
+        return { kind: 'accepted', state, prefetched: at === undefined ? null : ((r[at] as string | null) ?? null) };
       }
       const window = limitedWindow === 2 ? 'day' : 'minute';
       const state: WindowState = { minute: { remaining: mrem!, reset: mres! }, day: { remaining: drem!, reset: dres! } };

@@ -31,6 +31,23 @@ export const routeFileUrls =
  * as stored, never re-serialized.
  */
 export function renderTask(row: TaskRow, urlOf: FileUrlOf): string {
+  // A row without files renders the same every time (its file URLs are what expire): clients poll
+  // queued and running tasks, which are served from the read cache as the same row object.
+  if (row.files === '[]') {
+    let text = renderedWithoutFiles.get(row);
+    if (text === undefined) {
+      text = render(row, urlOf);
+      renderedWithoutFiles.set(row, text);
+    }
+    return text;
+  }
+  return render(row, urlOf);
+}
+
+/** Rows are never changed once read (a new state is a new row), so their text can be kept with them. */
+const renderedWithoutFiles = new WeakMap<TaskRow, string>();
+
+function render(row: TaskRow, urlOf: FileUrlOf): string {
   const files = (JSON.parse(row.files) as StoredFile[]).map((f) => ({
     name: f.name,
     content_type: f.content_type,
