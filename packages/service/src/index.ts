@@ -2,6 +2,8 @@ import { loadConfig, type Config } from '@taskapi/config';
 import { createLogger, type Logger } from '@taskapi/logger';
 import { releaseMemoryWhenIdle } from './idle-memory';
 
+export { Batcher, BatchedStatement } from './batcher';
+export type { BatcherOptions, BatchedStatementOptions } from './batcher';
 export { connectBackends } from './backends';
 export { createRedisClient } from './redis-client';
 export type { RedisClient, RedisTarget } from './redis-client';

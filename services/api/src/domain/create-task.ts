@@ -1,3 +1,4 @@
+import { BatchedStatement } from '@taskapi/service';
 import { newId } from '@taskapi/ids';
 import { TaskStatus } from '@taskapi/domain';
 import { sha256Hex } from '@taskapi/crypto';
@@ -6,7 +7,6 @@ import { ApiError } from '../errors';
 import type { IdempotencyRepository } from '../repositories/idempotency';
 import type { CreationOutcome, NewTask, Payer, TaskRepository, TaskRow } from '../repositories/tasks';
 import type { KeyPrincipal } from './principal';
-import { Batcher } from '../infra/batcher';
 import type { TaskDraft } from './task-input';
 
 
@@ -43,11 +43,6 @@ interface Creation {
   task: NewTask;
 }
 
-/** A creation the database refused, with the original error (kept as thrown: codes matter). */
-interface Failure {
-  failure: unknown;
-}
-
 /** Who pays: an account's paid balance, or one trial grant. Creations for one payer are batched. */
 function payerKey(p: KeyPrincipal): string {
   return p.type === 'trial' && p.grantId ? `grant:${p.grantId}` : `paid:${p.accountId}`;
@@ -68,7 +63,7 @@ export interface TaskCreatorRepositories {
  * one balance-row lock and one commit per batch instead of per task.
  */
 export class TaskCreator {
-  private readonly batcher: Batcher<string, Creation, CreationOutcome | Failure>;
+  private readonly creations: BatchedStatement<string, Creation, CreationOutcome>;
 
   private readonly tasks: TaskCreatorRepositories['tasks'];
   private readonly idempotency: TaskCreatorRepositories['idempotency'];
@@ -82,8 +77,11 @@ export class TaskCreator {
   ) {
     this.tasks = repos.tasks;
     this.idempotency = repos.idempotency;
-    // Uploaded images go to the file store before the batch: the batch carries no image bytes.
-    this.batcher = new Batcher((_payer, batch) => this.flush(batch), { maxItems: 100 });
+    // Uploaded images go to the file store before the batch: the batch carries no image bytes. If a
+    // batch fails, each creation is tried alone, so one bad request fails only itself.
+    this.creations = new BatchedStatement((_payer, batch) => this.tasks.create(payerOf((batch[0] as Creation).principal), batch.map((c) => c.task)), {
+      maxItems: 100,
+    });
   }
 
   /**
@@ -106,9 +104,7 @@ export class TaskCreator {
       task.upload = await this.storeUpload(task.publicId, draft);
       // On an error the creation may still have committed (a connection lost after COMMIT): the
       // image stays. Only a definite refusal, below, deletes it.
-      const decided = await this.batcher.submit(payerKey(principal), { principal, task });
-      if ('failure' in decided) throw decided.failure;
-      outcome = decided;
+      outcome = await this.creations.call(payerKey(principal), { principal, task });
     } else {
       const earlier = await this.findIdempotent(principal.accountId, idempotency);
       if (earlier) return earlier;
@@ -164,18 +160,6 @@ export class TaskCreator {
     if (!task.upload) return;
     // Best effort: an orphan left by an unreachable store is harmless (no row points at it).
     await this.store.deleteMany([inputKey(task.publicId)]).catch(() => undefined);
-  }
-
-  /** One call for the batch; if it fails, each creation alone, so one bad request fails only itself. */
-  private async flush(batch: Creation[]): Promise<Array<CreationOutcome | Failure>> {
-    const payer = payerOf((batch[0] as Creation).principal);
-    try {
-      return await this.tasks.create(payer, batch.map((c) => c.task));
-    } catch (err) {
-      if (batch.length === 1) return [{ failure: err }];
-      const single = await Promise.allSettled(batch.map((c) => this.tasks.create(payer, [c.task])));
-      return single.map((s) => (s.status === 'fulfilled' ? (s.value[0] as CreationOutcome) : { failure: s.reason }));
-    }
   }
 
   private async findIdempotent(accountId: string, req: IdempotencyRequest): Promise<CreateTaskResult | null> {

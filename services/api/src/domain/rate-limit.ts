@@ -1,7 +1,6 @@
-import type { RedisClient } from '@taskapi/service';
+import { Batcher, type RedisClient } from '@taskapi/service';
 import type { RateLimitPolicy } from '@taskapi/config';
 import { unavailable } from '../errors';
-import { Batcher } from '../infra/batcher';
 import { revokedMarkerKey } from './key-revocation';
 
 // One script call decides every request of one key that is waiting in this process (see

@@ -75,3 +75,41 @@ export class Batcher<K, T, R> {
     this.lanes.delete(key);
   }
 }
+
+type Settled<R> = { value: R } | { failure: unknown };
+
+export interface BatchedStatementOptions {
+  /** Most items in one call. */
+  maxItems?: number;
+  /** True for an error that every item would meet alone too (a lost connection): no retry one by one. */
+  failsEveryItem?: (err: unknown) => boolean;
+}
+
+/**
+ * One database (or other) call for every item waiting per key, batched as `Batcher` does. When a
+ * batch's call fails, each of its items is tried again alone, so an item the call refuses fails
+ * only itself and the others go through; an error every item would meet anyway is every item's.
+ */
+export class BatchedStatement<K, T, R> {
+  private readonly batcher: Batcher<K, T, Settled<R>>;
+
+  constructor(run: (key: K, items: T[]) => Promise<R[]>, opts: BatchedStatementOptions = {}) {
+    this.batcher = new Batcher(
+      async (key, items) => {
+        try {
+          return (await run(key, items)).map((value) => ({ value }));
+        } catch (err) {
+          if (items.length === 1 || opts.failsEveryItem?.(err)) throw err;
+          return Promise.all(items.map((item) => run(key, [item]).then(([value]) => ({ value: value as R }), (failure: unknown) => ({ failure }))));
+        }
+      },
+      { maxItems: opts.maxItems },
+    );
+  }
+
+  async call(key: K, item: T): Promise<R> {
+    const settled = await this.batcher.submit(key, item);
+    if ('failure' in settled) throw settled.failure;
+    return settled.value;
+  }
+}
