@@ -4,4 +4,5 @@ export { encryptSecret, decryptSecret, SecretDecryptionError } from './secret-bo
 export { hashPassword, verifyPassword } from './password';
 export { generateApiKey, parseApiKey, API_KEY_PREFIXES, API_KEY_BODY_LENGTH } from './api-key';
 export type { ApiKeyType, GeneratedApiKey, ParsedApiKey } from './api-key';
-export { generateWebhookSecret, webhookSecretContext, webhookSignature, standardWebhookSignature } from './webhook-secret';
+export { generateWebhookSecret, webhookSecretContext, webhookSignature, webhookSigningKeys, standardWebhookSignature } from './webhook-secret';
+export type { WebhookSigningKeys } from './webhook-secret';

@@ -1,4 +1,4 @@
-import { standardWebhookSignature, webhookSignature } from '@taskapi/crypto';
+import { standardWebhookSignature, webhookSignature, webhookSigningKeys, type WebhookSigningKeys } from '@taskapi/crypto';
 import { isTaskKind, TASK_KIND_CATALOG } from '@taskapi/task-kinds';
 import { TaskStatus } from './task-rules';
 
@@ -37,16 +37,17 @@ export function webhookBody(d: WebhookSubject): string {
  * and `X-Timestamp`, the Standard Webhooks trio (`webhook-id` is the delivery id, stable across
  * retries) and `X-Webhook-Attempt`.
  */
-export function webhookHeaders(opts: { deliveryId: string; attempt: number; secret: string; body: string; now: Date }): Record<string, string> {
+export function webhookHeaders(opts: { deliveryId: string; attempt: number; secret: string | WebhookSigningKeys; body: string; now: Date }): Record<string, string> {
   const timestamp = Math.floor(opts.now.getTime() / 1000);
+  const keys = typeof opts.secret === 'string' ? webhookSigningKeys(opts.secret) : opts.secret;
   return {
     'content-type': 'application/json',
     'user-agent': 'TaskAPI-Webhooks/1.0',
-    'x-signature': webhookSignature(opts.secret, opts.body),
+    'x-signature': webhookSignature(keys, opts.body),
     'x-timestamp': String(timestamp),
     'webhook-id': opts.deliveryId,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': standardWebhookSignature(opts.secret, opts.deliveryId, timestamp, opts.body),
+    'webhook-signature': standardWebhookSignature(keys, opts.deliveryId, timestamp, opts.body),
     'x-webhook-attempt': String(opts.attempt),
   };
 }

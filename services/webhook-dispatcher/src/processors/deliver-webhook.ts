@@ -1,7 +1,8 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
 import type { Queryable } from '@taskapi/domain';
 import type { EgressClient } from '@taskapi/egress';
-import type { Logger } from '@taskapi/logger';
+import { flatLineWriter, type Logger } from '@taskapi/logger';
+import type { WebhookSigningKeys } from '@taskapi/crypto';
 import { WEBHOOK_QUEUE, type WebhookAttemptResult, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
 import { claimAndLoad, type ClaimedDelivery } from '../domain/claim-and-load';
 import { claimAttempt } from '../domain/claim-attempt';
@@ -66,13 +67,14 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
   // timeout plus time to record it. Only older claims are taken for those of a run that died.
   const liveClaimMs = deps.timeoutMs + LIVE_CLAIM_GRACE_MS;
   const secrets = createSecretCache();
+  const delivered = deliveredLine(deps.logger);
   return async (job, token) => {
     const parsed = WEBHOOK_QUEUE.schema.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError('malformed job data');
     const { delivery_id: deliveryId, attempt, result: owed, account_id: jobAccountId } = parsed.data;
     const fields: AttemptFields = { delivery_id: deliveryId, attempt, job_id: job.id };
     // An earlier run sent this attempt and kept its result in the job: only the recording is left.
-    if (owed) return finishAttempt(deps, job, fields, owed, jobAccountId);
+    if (owed) return finishAttempt(deps, delivered, job, fields, owed, jobAccountId);
 
     // The usual case: the job names the account, whose current secret this process decrypted
     // lately. Claim and load in one statement; anything unusual falls through to the full path.
@@ -81,8 +83,8 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
       const now = new Date();
       const claimed = await claimAndLoad(deps.db, { deliveryId, attempt, accountId: jobAccountId, ciphertext: known.ciphertext, startedAt: now });
       if (claimed) {
-        const result = await sendAttempt(deps.egress, webhookRequest(claimed, known.secret, attempt, now), deps.timeoutMs);
-        return finishAttempt(deps, job, { ...fields, public_id: claimed.public_id }, result, jobAccountId);
+        const result = await sendAttempt(deps.egress, webhookRequest(claimed, known.keys, attempt, now), deps.timeoutMs);
+        return finishAttempt(deps, delivered, job, { ...fields, public_id: claimed.public_id }, result, jobAccountId);
       }
     }
 
@@ -99,7 +101,7 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
       // Claimed by a run that did not live to record it: the POST may have reached the receiver, so
       // the number stays taken (recorded with an unknown result) and the schedule goes on.
       deps.logger.warn('webhook attempt claimed by a run that stopped; recorded with an unknown result', fields);
-      return finishAttempt(deps, job, fields, unknownResult(), delivery.account_id);
+      return finishAttempt(deps, delivered, job, fields, unknownResult(), delivery.account_id);
     }
     // Not this job's turn: the attempt was made already, or the previous one is still in flight.
     if (delivery.attempt_count !== attempt - 1 || delivery.last_attempt_in_flight) return SKIPPED;
@@ -110,7 +112,7 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
     const request = buildRequest(deps, secrets, delivery, attempt, startedAt);
     if (!(await claimAttempt(deps.db, deliveryId, attempt, startedAt))) return SKIPPED;
     const result = await sendAttempt(deps.egress, request, deps.timeoutMs);
-    return finishAttempt(deps, job, { ...fields, public_id: delivery.public_id }, result, delivery.account_id);
+    return finishAttempt(deps, delivered, job, { ...fields, public_id: delivery.public_id }, result, delivery.account_id);
   };
 }
 
@@ -119,14 +121,25 @@ function buildRequest(deps: DeliverWebhookDeps, secrets: SecretCache, delivery: 
 }
 
 /** The signed request of one attempt (both paths: claimed-and-loaded, and loaded then claimed). */
-function webhookRequest(delivery: ClaimedDelivery, secret: string, attempt: number, now: Date): WebhookRequest {
+function webhookRequest(delivery: ClaimedDelivery, keys: WebhookSigningKeys, attempt: number, now: Date): WebhookRequest {
   const body = webhookBody(delivery);
-  return { url: delivery.url, body, headers: webhookHeaders({ deliveryId: delivery.id, attempt, secret, body, now }) };
+  return { url: delivery.url, body, headers: webhookHeaders({ deliveryId: delivery.id, attempt, secret: keys, body, now }) };
+}
+
+type DeliveredLine = (fields: AttemptFields, statusCode: number | null, durationMs: number) => void;
+
+/** The info line of each delivered webhook, one per delivery: written without winston's format chain. */
+function deliveredLine(logger: Logger): DeliveredLine {
+  const write = flatLineWriter(logger, 'webhook delivered', ['delivery_id', 'attempt', 'job_id', 'public_id', 'status_code', 'duration_ms']);
+  return (fields, statusCode, durationMs) => {
+    if (logger.isInfoEnabled()) write('info', [fields.delivery_id, fields.attempt, fields.job_id, fields.public_id, statusCode, durationMs]);
+  };
 }
 
 /** Records a claimed attempt's result (waiting out a PostgreSQL outage), then schedules the next attempt. */
 async function finishAttempt(
   deps: DeliverWebhookDeps,
+  delivered: DeliveredLine,
   job: Job<WebhookJob>,
   fields: AttemptFields,
   result: WebhookAttemptResult,
@@ -188,7 +201,7 @@ async function finishAttempt(
       deps.logger.warn('retry not enqueued; the sweeper will schedule it', { ...fields, error: (err as Error).message });
     }
   }
-  if (ok) deps.logger.info('webhook delivered', { ...fields, status_code: result.status_code, duration_ms: result.duration_ms });
+  if (ok) delivered(fields, result.status_code, result.duration_ms);
   else {
     deps.logger.warn(state === 'failed' ? 'webhook delivery given up' : 'webhook attempt failed; retry scheduled', {
       ...fields,
