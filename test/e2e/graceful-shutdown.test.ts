@@ -85,6 +85,9 @@ describe('graceful shutdown of the processes users start', () => {
     expect(await signalAndWait(first, 'SIGTERM')).toBe(0);
     const handedBack = first.logs.filter((l) => l.message === 'task handed back to the queue (worker shutting down)');
     expect(handedBack).toEqual([expect.objectContaining({ public_id: publicId, task_requeued: true })]);
+    expect(first.logs.filter((l) => l.message === 'task started')).toEqual([
+      { service: 'worker', level: 'info', message: 'task started', public_id: publicId, job_id: publicId, kind: 'video-generation', attempt: 1, timestamp: expect.any(String) },
+    ]);
     expect(await taskRow(publicId)).toEqual({ status: 0, attempts: 0 });
 
     // The image's entry point this time. The job waits in the queue: picked up within seconds.
@@ -92,6 +95,7 @@ describe('graceful shutdown of the processes users start', () => {
     answerWithVideo(await inference.waitForRequest(publicId, 2));
     expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
     expect(await taskRow(publicId)).toEqual({ status: 20, attempts: 1 });
+    expect(second.logs.filter((l) => l.public_id === publicId).map((l) => l.message)).toEqual(['task started', 'task completed']);
     expect(await ledgerOf(system.api, publicId)).toEqual([{ entry_type: 'charge', amount: -10 }]);
     await receiver.waitForCount('/hooks', 1);
     await waitFor(async () => (await deliveriesOf(system.api, publicId))[0]?.state === 'succeeded', { what: 'the delivery' });

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import { recordTaskStatus, TaskStatus, type TaskKind } from '@taskapi/domain';
 import type { EgressClient } from '@taskapi/egress';
+import { flatLineWriter, type Logger } from '@taskapi/logger';
 import { TASK_QUEUES, type TaskJob } from '@taskapi/queue';
 import { abortable } from '../engines/abortable';
 import type { Engine } from '../engines/engine';
@@ -41,15 +42,21 @@ const isLastAttempt = (job: Job) => job.attemptsMade + 1 >= (job.opts.attempts ?
  */
 export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<TaskJob, RunTaskOutcome> {
   const schema = TASK_QUEUES[kind].schema;
+  // The two info lines of every task, written without winston's format chain; the rarer ones go
+  // through a child logger made only when one is written.
+  const startedLine = flatLineWriter(deps.logger, 'task started', ['public_id', 'job_id', 'kind', 'attempt']);
+  const completedLine = flatLineWriter(deps.logger, 'task completed', ['public_id', 'job_id', 'kind']);
   return async (job, token) => {
     const parsed = schema.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError('malformed job data');
     const publicId = parsed.data.public_id;
-    const log = deps.logger.child({ public_id: publicId, job_id: job.id, kind });
+    let child: Logger | undefined;
+    const log = () => (child ??= deps.logger.child({ public_id: publicId, job_id: job.id, kind }));
+    const info = deps.logger.isInfoEnabled();
 
     const task = await startTask(deps.db, publicId);
     if (!task) {
-      log.info('task already finished or unknown; skipped');
+      log().info('task already finished or unknown; skipped');
       return { outcome: 'skipped' };
     }
     // The "processing" marker is written while the engine runs: markers only move forward, so it
@@ -57,7 +64,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     // still fails this run, as before).
     const marked = recordTaskStatus(deps.redis, task.account_id, publicId, TaskStatus.processing);
     marked.catch(() => undefined);
-    log.info('task started', { attempt: task.attempts });
+    if (info) startedLine('info', [publicId, job.id, kind, task.attempts]);
     const startedAt = performance.now();
     const observe = (outcome: RunOutcome) => deps.metrics.observeRun(kind, outcome, (performance.now() - startedAt) / 1000);
 
@@ -80,12 +87,12 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       if (!finished) {
         // Cancelled while running: its output is not wanted. (Finished by another run: keep the files.)
         if ((await taskStatus(deps.db, publicId)) === TaskStatus.cancelled) await deps.files.remove(publicId, files);
-        log.info('task finished elsewhere while running; result discarded');
+        log().info('task finished elsewhere while running; result discarded');
         observe('skipped');
         return { outcome: 'skipped' };
       }
       observe('completed');
-      log.info('task completed');
+      if (info) completedLine('info', [publicId, job.id, kind]);
       return { outcome: 'completed', status: TaskStatus.completed };
     } catch (err) {
       if (deps.shutdown.aborted && !deadline.aborted) {
@@ -96,16 +103,16 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
           await job.moveToWait(token);
         } catch (moveErr) {
           // The job lock was lost (another worker took the job as stalled): that run owns it now.
-          log.warn('could not hand the job back; its lock was lost', { error: (moveErr as Error).message });
+          log().warn('could not hand the job back; its lock was lost', { error: (moveErr as Error).message });
           throw new WaitingError();
         }
         observe('handed_back');
-        log.info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
+        log().info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
         throw new WaitingError();
       }
       const decision = decideFailure(err, deadline.aborted);
       if (decision.kind === 'retry' && !isLastAttempt(job)) {
-        log.warn('task attempt failed; will retry', { error: (err as Error).message, code: decision.code });
+        log().warn('task attempt failed; will retry', { error: (err as Error).message, code: decision.code });
         observe('retried');
         throw err;
       }
@@ -114,7 +121,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         errorCode: decision.code,
         errorMessage: failureMessage(err, decision.code, deps.timeoutMs),
       });
-      log.warn('task failed', { error: (err as Error).message, error_code: decision.code, refunded: finished?.refunded ?? 0 });
+      log().warn('task failed', { error: (err as Error).message, error_code: decision.code, refunded: finished?.refunded ?? 0 });
       observe(finished ? 'failed' : 'skipped');
       return finished
         ? { outcome: 'failed', status: TaskStatus.failed, error_code: decision.code }
