@@ -42,6 +42,8 @@ export interface DispatcherFigures {
   rawCpuMs: number;
   dispatcherCpuMs: number;
   bodyBytes: number;
+  /** BullMQ alone: a worker that does nothing with the same number of jobs at the same concurrency. */
+  floor: { jobsPerSecond: number; cpuMsPerJob: number };
 }
 
 interface Seeded {
@@ -70,6 +72,27 @@ async function seedDeliveries(ctx: DispatcherContext, url: string, n: number): P
     deliveryId: r.id,
     body: webhookBody({ public_id: r.public_id, task_status: 20, kind: 'image-generation', error_code: null, payload: r.payload, result: null }),
   }));
+}
+
+/** One run of bench/bullmq-floor.ts in its own process (see there). */
+function bullmqFloor(redisUrl: string, jobs: number, concurrency: number, env: NodeJS.ProcessEnv): Promise<DispatcherFigures['floor']> {
+  return new Promise((resolve, reject) => {
+    const child = fork(path.join(__dirname, 'bullmq-floor.ts'), [redisUrl, String(jobs), String(concurrency)], {
+      execArgv: ['--import', 'tsx'],
+      env,
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    });
+    let out = '';
+    child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.once('exit', (code) => {
+      try {
+        if (code !== 0) throw new Error(`bullmq-floor exited with ${code}`);
+        resolve(JSON.parse(out.trim().split('\n').at(-1) ?? '') as DispatcherFigures['floor']);
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  });
 }
 
 /** The raw sender's process: started once, sent one order per round. */
@@ -168,8 +191,10 @@ export async function dispatcherFigures(ctx: DispatcherContext, opts: { deliveri
       const dispatcherCpuMs = (cpuMs(dispatcher.pid!) - cpu) / n;
       rounds.push({ raw: rawRate, dispatcher: dispatcherRate, ratio: (100 * dispatcherRate) / rawRate, rawCpuMs, dispatcherCpuMs });
     }
+    const floor = await bullmqFloor(ctx.redisUrl, n, ctx.concurrency, ctx.env);
     return {
       deliveries: n,
+      floor,
       rounds,
       raw: median(rounds.map((r) => r.raw)),
       dispatcher: median(rounds.map((r) => r.dispatcher)),

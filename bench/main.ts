@@ -405,7 +405,7 @@ async function main(): Promise<void> {
     const readUrl = `${base}/api/tasks/${await createOne(base, main.key)}`;
     let vs: VsExpress | undefined;
     if (runs('express') || runs('light')) {
-      hello = await startProcess([process.execPath, [TSX, path.join(ROOT, 'bench/hello-server.ts')]], process.env, /listening (\d+)/);
+      hello = await startProcess([process.execPath, [TSX, path.join(ROOT, 'bench/hello-server.ts')]], process.env, /listening (\d+) (\d+)/);
     }
     const helloUrl = `http://127.0.0.1:${hello?.match[1]}/hello`;
     if (runs('express')) {
@@ -416,6 +416,13 @@ async function main(): Promise<void> {
       console.log(row(['bare Express hello world', vs.baseline.toFixed(0), ms(vs.baselineP99), '100 %', ''], widths));
       console.log(row(['GET /api/tasks/{id} (auth + rate limit)', vs.read.toFixed(0), ms(vs.readP99), pct(vs.readRatio), ''], widths));
       console.log(row(['POST /api/tasks/image-generation', vs.create.toFixed(0), ms(vs.createP99), pct(vs.createRatio), String(vs.failed)], widths));
+      // Where the read's time goes, one run each after the rounds (context, not a target): the same
+      // answer without Express, and the API's own edge (Express, the route table, request id, metrics,
+      // security headers) on its cheapest route, which has no authentication and writes no access line.
+      const bare = await load('bare Node', { url: `http://127.0.0.1:${hello?.match[2]}/hello` });
+      const health = await load('API /healthz', { url: `${base}/healthz` });
+      console.log(`   Context (one run each): the same hello from Node's http module without Express ${bare.rps.toFixed(0)} req/s (${pct((100 * bare.rps) / vs.baseline)});`);
+      console.log(`   the API's /healthz (its edge without authentication, rate limit or access line) ${health.rps.toFixed(0)} req/s (${pct((100 * health.rps) / vs.baseline)}).`);
       targets.push(
         { name: 'read-vs-express', measured: vs.readRatio, comparison: '>=', goal: 70, unit: '%' },
         { name: 'create-vs-express', measured: vs.createRatio, comparison: '>=', goal: 30, unit: '%' },
@@ -482,6 +489,10 @@ async function main(): Promise<void> {
         console.log(`   raw undici POST + HMAC loop ${d.raw.toFixed(0)}/s; dispatcher (1 process) ${d.dispatcher.toFixed(0)}/s = ${pct(d.ratio)}`);
         console.log(`   CPU per webhook of the sending process: raw ${d.rawCpuMs.toFixed(2)} ms, dispatcher ${d.dispatcherCpuMs.toFixed(2)} ms.`);
         console.log(`   rounds (raw / dispatcher per s): ${d.rounds.map((r) => `${r.raw.toFixed(0)} / ${r.dispatcher.toFixed(0)}`).join(', ')}`);
+        console.log(
+          `   BullMQ alone, the ceiling of one job per delivery: a worker whose processor does nothing, ${DELIVERIES} jobs, concurrency ${DISPATCHER_CONCURRENCY}: ` +
+            `${d.floor.jobsPerSecond.toFixed(0)} jobs/s = ${pct((100 * d.floor.jobsPerSecond) / d.raw)} of the raw loop (${d.floor.cpuMsPerJob.toFixed(2)} ms CPU per job, adding them included).`,
+        );
       } catch (err) {
         console.log(`\n6. Dispatcher vs. raw sender not measured: ${(err as Error).message}`);
       }
