@@ -1,6 +1,6 @@
 import { EOL } from 'node:os';
-import { Writable } from 'node:stream';
 import winston from 'winston';
+import TransportStream from 'winston-transport';
 
 export type Logger = winston.Logger;
 
@@ -67,11 +67,15 @@ export interface LoggerOptions {
   stream?: NodeJS.WritableStream;
 }
 
+/** Levels written at once, with everything held before them: what a crash must not take along. */
+const IMMEDIATE_LEVELS = new Set(['error', 'warn']);
+
 /**
- * Lines on their way to one destination (stdout, or a test's stream). Every line of an event-loop
- * turn, winston's and the flat writers' alike, joins one string that is written when the turn ends
- * (setImmediate) and at exit: one system call per turn instead of one per line, no stream
- * bookkeeping per line, and the lines in the order they were logged.
+ * Lines on their way to one destination (stdout, or a test's stream). Info and debug lines of an
+ * event-loop turn, winston's and the flat writers' alike, join one string that is written when the
+ * turn ends (setImmediate) and at exit: one system call per turn instead of one per line, and no
+ * stream bookkeeping per line. A warning or an error is written at once, after whatever was held,
+ * so the lines stay in the order they were logged and a crash loses at most one turn's info lines.
  */
 class LineBatch {
   private pending = '';
@@ -79,33 +83,58 @@ class LineBatch {
 
   constructor(private readonly out: NodeJS.WritableStream) {}
 
-  add(text: string): void {
+  add(text: string, level: string): void {
     this.pending += text;
+    if (IMMEDIATE_LEVELS.has(level)) {
+      this.flush();
+      return;
+    }
     if (this.scheduled) return;
     this.scheduled = true;
+    held.add(this);
     setImmediate(this.flush);
   }
 
   readonly flush = (): void => {
     this.scheduled = false;
+    held.delete(this);
     const text = this.pending;
     this.pending = '';
     if (text) this.out.write(text);
   };
 }
 
-const batches = new Map<NodeJS.WritableStream, LineBatch>();
+/** Batches holding lines, for the exit flush. */
+const held = new Set<LineBatch>();
+// At exit, what is still held is handed to its stream (a file or a terminal takes it at once; a
+// pipe takes what fits, as for any write at exit).
+process.once('exit', () => held.forEach((b) => b.flush()));
+
+const batches = new WeakMap<NodeJS.WritableStream, LineBatch>();
 
 /** The batch of a destination, shared by every logger writing there. */
 function batchFor(out: NodeJS.WritableStream): LineBatch {
   let batch = batches.get(out);
   if (!batch) {
-    // At exit the lines still held go out synchronously (stdout writes are synchronous then).
-    if (!batches.size) process.once('exit', () => batches.forEach((b) => b.flush()));
     batch = new LineBatch(out);
     batches.set(out, batch);
   }
   return batch;
+}
+
+const MESSAGE = Symbol.for('message');
+const LEVEL = Symbol.for('level');
+
+/** winston's output into a destination's batch: each formatted line with its level. */
+class BatchTransport extends TransportStream {
+  constructor(private readonly batch: LineBatch) {
+    super();
+  }
+
+  override log(info: Record<string | symbol, unknown>, done: () => void): void {
+    this.batch.add(`${String(info[MESSAGE])}${EOL}`, String(info[LEVEL]));
+    done();
+  }
 }
 
 /** Where each logger made by `createLogger` writes, for `flatLineWriter`. */
@@ -119,17 +148,7 @@ export function createLogger({ service, level = 'info', stream }: LoggerOptions)
     silent: level === 'silent',
     defaultMeta: { service },
     format: winston.format.combine(redact(), winston.format.timestamp(), winston.format.json()),
-    transports: [
-      new winston.transports.Stream({
-        stream: new Writable({
-          decodeStrings: false,
-          write(chunk: string | Buffer, _encoding, done) {
-            batch.add(typeof chunk === 'string' ? chunk : chunk.toString());
-            done();
-          },
-        }),
-      }),
-    ],
+    transports: [new BatchTransport(batch)],
   });
   destinations.set(logger, { service, batch });
   return logger;
@@ -157,6 +176,8 @@ export function flatLineWriter(logger: Logger, message: string, fieldNames: read
   }
   const clash = fieldNames.find((name) => (LINE_FIELDS as readonly string[]).includes(name));
   if (clash) throw new Error(`flatLineWriter: "${clash}" is written by the logger itself`);
+  const twice = fieldNames.find((name, i) => fieldNames.indexOf(name) !== i);
+  if (twice) throw new Error(`flatLineWriter: "${twice}" is named twice`);
   // In key order: what each key's value is (an index into `values`, or one of the line's own fields).
   const plan = [...LINE_FIELDS, ...fieldNames].sort().map((key) => ({
     prefix: `${JSON.stringify(key)}:`,
@@ -186,11 +207,13 @@ export function flatLineWriter(logger: Logger, message: string, fieldNames: read
       }
       else {
         const value = source === 'level' ? level : values[source];
-        if (value === undefined) continue;
-        text = sensitive ? `"${REDACTED}"` : JSON.stringify(typeof value === 'string' ? scrubString(value) : value);
+        // As winston's redaction: a sensitive field is "[redacted]" even when it has no value.
+        if (sensitive) text = `"${REDACTED}"`;
+        else if (value === undefined) continue;
+        else text = JSON.stringify(typeof value === 'string' ? scrubString(value) : value);
       }
       line += `${line ? ',' : '{'}${prefix}${text}`;
     }
-    batch.add(`${line}}${EOL}`);
+    batch.add(`${line}}${EOL}`, level);
   };
 }

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { createLogger, flatLineWriter } from '../src';
 
@@ -49,4 +51,43 @@ describe('logger', () => {
     const logger = createLogger({ service: 'api', level: 'info', stream: new PassThrough() });
     expect(() => flatLineWriter(logger, 'request', ['path', 'level'])).toThrow('"level" is written by the logger itself');
   });
+
+  it('writes the info lines of a turn in one write when it ends, a warning at once, all in the order logged', async () => {
+    const stream = new PassThrough();
+    const writes: string[] = [];
+    stream.on('data', (c: Buffer) => writes.push(c.toString()));
+    const logger = createLogger({ service: 'api', level: 'info', stream });
+    const flat = flatLineWriter(logger, 'flat', ['n']);
+    logger.info('first');
+    flat('info', [2]);
+    expect(writes).toEqual([]);
+    logger.warn('third');
+    // The warning went out at once, with what was held before it, in one write.
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.trim().split('\n').map((l) => JSON.parse(l).message)).toEqual(['first', 'flat', 'third']);
+    logger.info('fourth');
+    flat('error', [5]);
+    logger.info('sixth');
+    await new Promise((r) => setImmediate(r));
+    expect(writes.slice(1).map((w) => w.trim().split('\n').map((l) => JSON.parse(l).message))).toEqual([['fourth', 'flat'], ['sixth']]);
+  });
+
+  it('hands the lines still held to stdout when the process exits in the same turn', () => {
+    const out = execFileSync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures/log-then-exit.ts')], { encoding: 'utf8' });
+    expect(out.trim().split('\n').map((l) => JSON.parse(l).message)).toEqual(['held until the turn ends', 'flat line']);
+  });
+
+  it('writes a sensitive field of a flat line as redacted even without a value, as winston does', async () => {
+    const stream = new PassThrough();
+    const chunks: string[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const logger = createLogger({ service: 'api', level: 'info', stream });
+    logger.info('line', { token: undefined, n: 1 });
+    flatLineWriter(logger, 'line', ['token', 'n'])('info', [undefined, 1]);
+    await new Promise((r) => setImmediate(r));
+    const [viaWinston, flat] = chunks.join('').split('\n').map((l) => l.replace(/"timestamp":"[^"]+"/, '"timestamp":"T"'));
+    expect(flat).toBe(viaWinston);
+    expect(() => flatLineWriter(logger, 'line', ['n', 'n'])).toThrow('"n" is named twice');
+  });
 });
+

@@ -1,8 +1,9 @@
 // The rate-limit script itself, against a Redis server of its own (its command statistics are this
-// file's alone): batches of one key's requests, the day window's hourly pruning, and the import of
-// the windows an older version left in its own layout.
+// file's alone): a batch of one key's requests is decided exactly as the requests would be one by
+// one, in one call; the day window's hourly buckets; revocation and Redis failures for a batch.
 import { Redis } from 'ioredis';
-import { startPrivateRedis, type PrivateRedis } from '@taskapi/testing';
+import { startPrivateRedis, startTcpRelay, waitFor, type PrivateRedis } from '@taskapi/testing';
+import { ApiError } from '../src/errors';
 import { rateLimitHeader, RateLimiter, rateLimitKeys, type RateLimitOutcome } from '../src/domain/rate-limit';
 
 const POLICY = { perMinute: 20, perDay: 1000 };
@@ -18,6 +19,12 @@ async function scriptCalls(): Promise<number> {
   const stats = await redis.info('commandstats');
   const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
   return calls('evalsha') + calls('eval');
+}
+
+/** Redis's clock: seconds, milliseconds and the hour number the script uses. */
+async function redisNow() {
+  const [sec, usec] = await redis.time();
+  return { sec: Number(sec), ms: Number(sec) * 1000 + Math.floor(Number(usec) / 1000), hour: Math.floor(Number(sec) / 3600) };
 }
 
 const accepted = (outcomes: RateLimitOutcome[]) => outcomes.filter((o) => o.kind === 'accepted');
@@ -47,12 +54,21 @@ describe('the rate-limit script', () => {
     // In arrival order: the first 20 are accepted, with 19 down to 0 left.
     expect(outcomes.slice(0, 20).every((o) => o.kind === 'accepted')).toBe(true);
     expect(ok.map((o) => (o.kind === 'accepted' ? o.state.minute.remaining : -1))).toEqual(Array.from({ length: 20 }, (_, i) => 19 - i));
+    expect(ok.map((o) => (o.kind === 'accepted' ? o.state.day.remaining : -1))).toEqual(Array.from({ length: 20 }, (_, i) => 999 - i));
     for (const o of ok) expect(o.kind === 'accepted' && rateLimitHeader(o.state)).toMatch(/^"minute";r=\d+;t=60$/);
     for (const o of outcomes.slice(20)) {
-      expect(o).toEqual({ kind: 'limited', window: 'minute', limit: 20, retryAfter: 60, state: expect.anything() });
+      expect(o).toEqual({
+        kind: 'limited',
+        window: 'minute',
+        limit: 20,
+        retryAfter: 60,
+        state: { minute: { remaining: 0, reset: 60 }, day: { remaining: 980, reset: expect.any(Number) } },
+      });
     }
-    expect(await redis.llen(rateLimitKeys(accountId, keyId)[0])).toBe(20);
-    expect(await redis.hget(rateLimitKeys(accountId, keyId)[1], 'n')).toBe('20');
+    // The sorted set holds the 20 accepted requests, each once; the day bucket counts them.
+    const [minuteKey, dayKey] = rateLimitKeys(accountId, keyId);
+    expect(await redis.zcard(minuteKey)).toBe(20);
+    expect(Object.values(await redis.hgetall(dayKey))).toEqual(['20']);
   });
 
   it('returns each request its own prefetched value, null where the key is absent or none was asked', async () => {
@@ -65,71 +81,89 @@ describe('the rate-limit script', () => {
     expect(outcomes.map((o) => (o.kind === 'accepted' ? o.prefetched : 'refused'))).toEqual(['20', '10', null, null, '20', '10']);
   });
 
-  it('refuses a whole batch once the key is revoked', async () => {
+  it('refuses the requests that wait behind a call in flight once the key is revoked meanwhile', async () => {
     const { accountId, keyId } = ids();
-    await limiter.consume(accountId, keyId, POLICY);
-    await redis.set(`taskapi:apikey:{${accountId}}:${keyId}:revoked`, '1');
-    const outcomes = await Promise.all(Array.from({ length: 5 }, () => limiter.consume(accountId, keyId, POLICY)));
-    expect(outcomes).toEqual(Array.from({ length: 5 }, () => ({ kind: 'revoked' })));
+    // The first call is sent before the marker is set (same connection, so in that order); the
+    // requests that arrive while it is in flight are decided by the next call, after the marker.
+    const first = limiter.consume(accountId, keyId, POLICY);
+    const marked = redis.set(`taskapi:apikey:{${accountId}}:${keyId}:revoked`, '1');
+    const later = Array.from({ length: 5 }, () => limiter.consume(accountId, keyId, POLICY));
+    await marked;
+    expect((await first).kind).toBe('accepted');
+    expect(await Promise.all(later)).toEqual(Array.from({ length: 5 }, () => ({ kind: 'revoked' })));
   });
 
-  it('recounts the day at the first call of an hour, dropping buckets older than 24 hours', async () => {
+  it('counts the day in hourly buckets: a bucket 24 hours old has left, one 23 hours old has not', async () => {
     const { accountId, keyId } = ids();
     const [, dayKey] = rateLimitKeys(accountId, keyId);
-    const [sec] = await redis.time();
-    const hour = Math.floor(Number(sec) / 3600);
-    // Last pruned 30 hours ago: one bucket has since left the window, two are still inside it.
-    await redis.hset(dayKey, { h: hour - 30, n: 999, [hour - 25]: 900, [hour - 23]: 60, [hour - 1]: 39 });
-    const out = await limiter.consume(accountId, keyId, { perMinute: 300, perDay: 100 });
-    expect(out).toMatchObject({ kind: 'accepted', state: { day: { remaining: 0 } } });
-    // The day is the tighter window, so its reset is known: when the bucket of 23 hours ago leaves.
-    expect(out.kind === 'accepted' && out.state.day.reset).toBeGreaterThan(0);
-    expect(out.kind === 'accepted' && out.state.day.reset).toBeLessThanOrEqual(3600);
-    expect(await redis.hgetall(dayKey)).toEqual({ h: String(hour), n: '100', [hour - 23]: '60', [hour - 1]: '39', [hour]: '1' });
-    const refused = await limiter.consume(accountId, keyId, { perMinute: 300, perDay: 100 });
-    expect(refused).toMatchObject({ kind: 'limited', window: 'day', limit: 100 });
-  });
-
-  it('takes over the windows an older version kept (sorted set and bare hash), so an upgrade resets nobody', async () => {
-    const { accountId, keyId } = ids();
-    const [sec] = await redis.time();
-    const nowMs = Number(sec) * 1000;
-    const hour = Math.floor(Number(sec) / 3600);
-    const legacyMinute = `taskapi:rl:{${accountId}}:${keyId}:m`;
-    const legacyDay = `taskapi:rl:{${accountId}}:${keyId}:d`;
-    // Three requests in the last minute (one 50 s ago), one from two minutes ago; 500 today.
-    await redis.zadd(legacyMinute, nowMs - 120_000, 'a', nowMs - 50_000, 'b', nowMs - 1_000, 'c', nowMs - 500, 'd');
-    await redis.hset(legacyDay, { [hour - 30]: 7, [hour - 2]: 300, [hour]: 200 });
-
-    const out = await limiter.consume(accountId, keyId, POLICY);
-    expect(out).toMatchObject({ kind: 'accepted', state: { minute: { remaining: 20 - 3 - 1 }, day: { remaining: 1000 - 500 - 1 } } });
-    // The oldest counted request (50 s ago) leaves the window in about 10 s.
-    expect(out.kind === 'accepted' && out.state.minute.reset).toBeGreaterThanOrEqual(9);
-    expect(out.kind === 'accepted' && out.state.minute.reset).toBeLessThanOrEqual(11);
-    expect(await redis.llen(rateLimitKeys(accountId, keyId)[0])).toBe(4);
-
-    // Imported once: later calls read the new layout only.
-    await redis.zadd(legacyMinute, nowMs, 'e');
-    const next = await limiter.consume(accountId, keyId, POLICY);
-    expect(next).toMatchObject({ kind: 'accepted', state: { minute: { remaining: 20 - 4 - 1 } } });
+    const { sec, hour } = await redisNow();
+    await redis.hset(dayKey, { [hour - 24]: 900, [hour - 23]: 60, [hour - 1]: 39 });
+    const policy = { perMinute: 300, perDay: 100 };
+    const outcomes = await Promise.all(Array.from({ length: 3 }, () => limiter.consume(accountId, keyId, policy)));
+    // 99 counted: one more fits; the day is then the tighter window. It frees a request when the
+    // bucket of 23 hours ago (60 requests) leaves, at the end of this hour (give or take the second
+    // that may have passed since the clock was read).
+    const reset = (hour + 1) * 3600 - sec;
+    const first = outcomes[0]!;
+    expect(first).toMatchObject({ kind: 'accepted', state: { day: { remaining: 0 } } });
+    const header = first.kind === 'accepted' ? rateLimitHeader(first.state) : '';
+    expect(header).toMatch(/^"day";r=0;t=\d+$/);
+    const t = Number(/t=(\d+)/.exec(header)![1]);
+    expect(t === reset || t === reset - 1).toBe(true);
+    // The other two are refused by the day window, with the same wait.
+    for (const o of outcomes.slice(1)) {
+      expect(o).toEqual({
+        kind: 'limited',
+        window: 'day',
+        limit: 100,
+        retryAfter: t,
+        state: { minute: { remaining: 299, reset: 60 }, day: { remaining: 0, reset: t } },
+      });
+    }
+    expect(await redis.hgetall(dayKey)).toEqual({ [hour - 23]: '60', [hour - 1]: '39', [hour]: '1' });
   });
 
   it('answers the retry time of a full minute from the oldest counted request, in a batch too', async () => {
     const { accountId, keyId } = ids();
     const [minuteKey] = rateLimitKeys(accountId, keyId);
-    const [sec, usec] = await redis.time();
-    const nowMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-    // 19 of 20 counted, the oldest 45 s ago.
-    await redis.rpush(minuteKey, nowMs - 45_000, ...Array.from({ length: 18 }, () => nowMs - 1_000));
-    await redis.hset(rateLimitKeys(accountId, keyId)[1], { h: Math.floor(Number(sec) / 3600), n: 19, [Math.floor(Number(sec) / 3600)]: 19 });
+    const { ms } = await redisNow();
+    // 19 of 20 counted, the oldest 45 s ago (and one 61 s ago that no longer counts).
+    await redis.zadd(minuteKey, ms - 61_000, 'gone', ms - 45_000, 'oldest', ...Array.from({ length: 18 }, (_, i) => [ms - 1_000, `m${i}`]).flat());
     const outcomes = await Promise.all(Array.from({ length: 4 }, () => limiter.consume(accountId, keyId, POLICY)));
     expect(accepted(outcomes)).toHaveLength(1);
     for (const o of outcomes.slice(1)) {
       expect(o.kind).toBe('limited');
       if (o.kind !== 'limited') continue;
+      expect(o.window).toBe('minute');
       expect(o.retryAfter).toBeGreaterThanOrEqual(14);
       expect(o.retryAfter).toBeLessThanOrEqual(16);
-      expect(o.state.minute.remaining).toBe(0);
+      expect(o.state.minute).toEqual({ remaining: 0, reset: o.retryAfter });
+    }
+    expect(await redis.zscore(minuteKey, 'gone')).toBeNull();
+  });
+
+  it('answers every request of a batch 503 when Redis cannot be reached, and serves again once it can', async () => {
+    const relay = await startTcpRelay('127.0.0.1', Number(new URL(server.url).port));
+    const viaRelay = new Redis(`redis://127.0.0.1:${relay.port}`, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 1_000 });
+    await new Promise((resolve) => viaRelay.once('ready', resolve));
+    try {
+      const relayed = new RateLimiter(viaRelay);
+      const { accountId, keyId } = ids();
+      expect((await relayed.consume(accountId, keyId, POLICY)).kind).toBe('accepted');
+      relay.cut();
+      const results = await Promise.allSettled(Array.from({ length: 4 }, () => relayed.consume(accountId, keyId, POLICY)));
+      for (const r of results) {
+        expect(r.status).toBe('rejected');
+        expect(r.status === 'rejected' && r.reason instanceof ApiError && r.reason.status).toBe(503);
+      }
+      relay.restore();
+      await waitFor(async () => (await relayed.consume(accountId, keyId, POLICY).catch(() => undefined))?.kind === 'accepted', {
+        timeoutMs: 10_000,
+        what: 'the limiter to serve again',
+      });
+    } finally {
+      viaRelay.disconnect();
+      await relay.close();
     }
   });
 });

@@ -8,9 +8,10 @@ type TrialKey = CreatedKey & { accountId: string };
 /** Shifts the minute window's stored request times into the past, as if `ms` had elapsed. */
 async function ageMinuteWindow(redis: RedisClient, key: TrialKey, ms: number): Promise<void> {
   const [minuteKey] = rateLimitKeys(key.accountId, key.id);
-  const times = await redis.lrange(minuteKey, 0, -1);
-  if (!times.length) return;
-  await redis.multi().del(minuteKey).rpush(minuteKey, ...times.map((t) => String(Number(t) - ms))).pexpire(minuteKey, 61_000).exec();
+  const entries = await redis.zrange(minuteKey, '0', '-1', 'WITHSCORES');
+  const multi = redis.multi();
+  for (let i = 0; i < entries.length; i += 2) multi.zadd(minuteKey, String(Number(entries[i + 1]) - ms), entries[i] as string);
+  await multi.exec();
 }
 
 describe('rate limits', () => {

@@ -1,7 +1,10 @@
 // The route table (http/mount-routes.ts) serves the registry as Express's router did: paths match
 // case-insensitively and with an optional trailing slash, HEAD is answered by the GET route, a
-// scope authenticates before anything below it is matched or decoded, and a route outside any
-// scope decodes its parameters when it is matched.
+// scope authenticates before anything below it is matched or decoded, a route outside any scope
+// decodes its parameters when it is matched, and `If-None-Match: *` gets a 304. Two answers
+// differ from Express's, on purpose: OPTIONS, and a path of another method's route with an
+// undecodable parameter, are the generic 404 (Express answered 200 with `Allow`, and 400).
+import { request } from 'undici';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
 let api: TestApi;
@@ -71,4 +74,40 @@ describe('the route table', () => {
     expect((await api.req('GET', '/healthz/')).status).toBe(200);
     expect((await api.req('GET', '/docs')).headers.get('content-type')).toMatch(/^text\/html/);
   });
+
+  it('answers If-None-Match: * on a GET with 304 and no body, as Express did', async () => {
+    // undici's request, not fetch: fetch adds Cache-Control: no-cache to a conditional request.
+    const get = async (method: 'GET' | 'POST', path: string, headers: Record<string, string>) => {
+      const res = await request(`${api.url}${path}`, { method, headers: { ...withKey(key), ...headers } });
+      return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+    };
+    const res = await get('GET', `/api/tasks/${taskId}`, { 'if-none-match': '*' });
+    expect(res.status).toBe(304);
+    expect(res.text).toBe('');
+    expect(res.headers.ratelimit).toMatch(/^"minute";r=\d+;t=\d+$/);
+    // Not when the client asks for a fresh answer, nor on a request that changes something.
+    expect((await get('GET', `/api/tasks/${taskId}`, { 'if-none-match': '*', 'cache-control': 'no-cache' })).status).toBe(200);
+    expect((await get('POST', `/api/tasks/${taskId}/cancel`, { 'if-none-match': '*' })).status).toBe(200);
+  });
+
+  it('answers OPTIONS, and a path of another method with an undecodable parameter, with the generic 404 (after authentication)', async () => {
+    expect((await api.req('OPTIONS', `/api/tasks/${taskId}`)).status).toBe(401);
+    for (const [method, path] of [
+      ['OPTIONS', `/api/tasks/${taskId}`],
+      ['OPTIONS', '/api/openapi.json'],
+      ['GET', '/api/tasks/%ZZ/cancel'],
+      ['DELETE', '/api/files/x/%ZZ'],
+    ] as const) {
+      const res = await api.req(method, path, { headers: withKey(key) });
+      expect({ method, path, status: res.status, body: res.body }).toEqual({ method, path, status: 404, body: { message: 'Not found.' } });
+    }
+  });
+
+  it('marks every /api answer not to be cached, whatever the case of its path', async () => {
+    for (const path of [`/api/tasks/${taskId}`, `/API/TASKS/${taskId}`]) {
+      expect((await api.req('GET', path, { headers: withKey(key) })).headers.get('cache-control')).toBe('no-store');
+    }
+    expect((await api.req('GET', '/docs')).headers.get('cache-control')).not.toBe('no-store');
+  });
 });
+

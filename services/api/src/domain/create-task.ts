@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from '@taskapi/db';
 import { BatchedStatement } from '@taskapi/service';
 import { newId } from '@taskapi/ids';
 import { TaskStatus } from '@taskapi/domain';
@@ -78,9 +79,11 @@ export class TaskCreator {
     this.tasks = repos.tasks;
     this.idempotency = repos.idempotency;
     // Uploaded images go to the file store before the batch: the batch carries no image bytes. If a
-    // batch fails, each creation is tried alone, so one bad request fails only itself.
+    // batch fails, each creation is tried alone, so one bad request fails only itself (unless the
+    // database is unreachable: then each would fail alike).
     this.creations = new BatchedStatement((_payer, batch) => this.tasks.create(payerOf((batch[0] as Creation).principal), batch.map((c) => c.task)), {
       maxItems: 100,
+      failsEveryItem: isDatabaseUnavailable,
     });
   }
 

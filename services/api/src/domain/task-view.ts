@@ -32,20 +32,19 @@ export const routeFileUrls =
  */
 export function renderTask(row: TaskRow, urlOf: FileUrlOf): string {
   // A row without files renders the same every time (its file URLs are what expire): clients poll
-  // queued and running tasks, which are served from the read cache as the same row object.
-  if (row.files === '[]') {
-    let text = renderedWithoutFiles.get(row);
-    if (text === undefined) {
-      text = render(row, urlOf);
-      renderedWithoutFiles.set(row, text);
-    }
-    return text;
-  }
-  return render(row, urlOf);
+  // queued and running tasks, which are served from the read cache as the same row object. Only
+  // short texts are kept, so a cached row with a large payload is not held twice.
+  if (row.files !== '[]') return render(row, urlOf);
+  const kept = renderedWithoutFiles.get(row);
+  if (kept !== undefined) return kept;
+  const text = render(row, urlOf);
+  if (text.length <= MAX_KEPT_TEXT) renderedWithoutFiles.set(row, text);
+  return text;
 }
 
 /** Rows are never changed once read (a new state is a new row), so their text can be kept with them. */
 const renderedWithoutFiles = new WeakMap<TaskRow, string>();
+const MAX_KEPT_TEXT = 2_048;
 
 function render(row: TaskRow, urlOf: FileUrlOf): string {
   const files = (JSON.parse(row.files) as StoredFile[]).map((f) => ({

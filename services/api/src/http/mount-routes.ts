@@ -79,15 +79,18 @@ function refuseUnstorable(value: unknown, place: InputPlace, verbatim?: readonly
 }
 
 /**
- * Writes a JSON reply. The text goes out as it is (what Express's `res.json`/`res.send` would
- * send, without their per-response work: no ETag, no freshness check, no content-type parsing).
+ * Writes a JSON reply: what Express's `res.json`/`res.send` would send (no ETag: the app turns
+ * them off), without their per-response work (content-type parsing, a Buffer copy of the body).
  */
-function send(res: Response, reply: Reply): void {
+function send(req: Request, res: Response, reply: Reply): void {
   if ('sent' in reply) return;
   if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name] as string);
   const text = 'jsonText' in reply ? reply.jsonText : (JSON.stringify(reply.json) ?? '');
   res.statusCode = reply.status;
-  if (reply.status === 204 || reply.status === 304) {
+  // As Express: a GET or HEAD whose preconditions say the client's copy is current (here only
+  // `If-None-Match: *`, since no response has a validator) is answered 304, without a body.
+  if (req.fresh) res.statusCode = 304;
+  if (res.statusCode === 204 || res.statusCode === 304) {
     res.end();
     return;
   }
@@ -138,7 +141,7 @@ function invoke(route: Route, deps: ApiDeps): RequestHandler {
       { params, query, headers, body, rawBody: locals(res).rawBody },
       { deps, principal: principal as never, prefetched: locals(res).prefetched, req, res },
     );
-    send(res, reply);
+    send(req, res, reply);
   };
 }
 

@@ -1,5 +1,7 @@
 import type { RequestHandler } from 'express';
 
+const API_PATH = /^\/api\//i;
+
 /**
  * Headers of every response: conservative security headers, `Cache-Control: no-store` on `/api`
  * responses (never cached by default), and `Connection: close` while draining before shutdown (each
@@ -12,7 +14,8 @@ export function responseDefaults(lifecycle: { draining: boolean }): RequestHandl
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('Referrer-Policy', 'no-referrer');
     res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
-    if (req.path.startsWith('/api/')) res.setHeader('Cache-Control', 'no-store');
+    // Case-insensitive, as the routes match.
+    if (API_PATH.test(req.path)) res.setHeader('Cache-Control', 'no-store');
     next();
   };
 }
