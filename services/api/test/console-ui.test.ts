@@ -441,6 +441,9 @@ describe('console pages in a real browser', () => {
     await p.goto(`${api.url}/app/api-keys#trial`);
     const trialPanel = p.locator('#panel-trial');
     await trialPanel.waitFor({ state: 'visible' });
+    // The empty state is in the page from the start, hidden: it shows once the grants have loaded
+    // (its text alone says nothing: a hidden element's innerText is its text too).
+    await p.locator('#no-grants').waitFor({ state: 'visible' });
     await waitForText(p.locator('#no-grants'), 'You have no trial grants.');
     expect(await p.locator('#no-grant').isHidden()).toBe(true);
     expect(await p.locator('#create-trial-form').isHidden()).toBe(true);
