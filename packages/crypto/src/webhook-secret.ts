@@ -22,11 +22,11 @@ export interface WebhookSigningKeys {
   standard: KeyObject;
 }
 
+/** The Standard Webhooks key bytes of a secret: the base64-decoded part after `whsec_`. */
+const standardKeyBytes = (secret: string) => Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+
 export function webhookSigningKeys(secret: string): WebhookSigningKeys {
-  return {
-    spec: createSecretKey(Buffer.from(secret, 'utf8')),
-    standard: createSecretKey(Buffer.from(secret.replace(/^whsec_/, ''), 'base64')),
-  };
+  return { spec: createSecretKey(Buffer.from(secret, 'utf8')), standard: createSecretKey(standardKeyBytes(secret)) };
 }
 
 /** `X-Signature` (spec): lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the whole `whsec_…` string. */
@@ -41,7 +41,7 @@ export function webhookSignature(secret: string | WebhookSigningKeys, body: stri
  * keyed with the base64-decoded part of the secret after `whsec_`.
  */
 export function standardWebhookSignature(secret: string | WebhookSigningKeys, id: string, timestamp: number, body: string | Buffer): string {
-  const key = typeof secret === 'string' ? Buffer.from(secret.replace(/^whsec_/, ''), 'base64') : secret.standard;
+  const key = typeof secret === 'string' ? standardKeyBytes(secret) : secret.standard;
   const mac = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64');
   return `v1,${mac}`;
 }

@@ -204,8 +204,7 @@ export function flatLineWriter(logger: Logger, message: string, fieldNames: read
           lastTimestamp = `"${new Date(ms).toISOString()}"`;
         }
         text = lastTimestamp;
-      }
-      else {
+      } else {
         const value = source === 'level' ? level : values[source];
         // As winston's redaction: a sensitive field is "[redacted]" even when it has no value.
         if (sensitive) text = `"${REDACTED}"`;

@@ -240,13 +240,9 @@ export function mountRoutes(
     const scope = scopeOf(route.path);
     if (scope && scope.auth !== route.auth) throw new Error(`${route.operationId}: ${route.path} is under ${scope.prefix}, which requires ${scope.auth}`);
     const { pattern, paramNames } = compilePath(route.path);
+    // The table put the parameters as matched (still encoded) in `req.params`.
     const decode: RequestHandler = (req, _res, next) => {
-      const match = pattern.exec(req.path) as RegExpExecArray;
-      const params: Record<string, string> = {};
-      paramNames.forEach((name, i) => {
-        params[name] = decodeParam(match[i + 1] as string);
-      });
-      req.params = params;
+      for (const name of paramNames) req.params[name] = decodeParam(req.params[name] as string);
       next();
     };
     const chain: RequestHandler[] = [];
@@ -269,10 +265,16 @@ export function mountRoutes(
     const path = req.path;
     // Express answers HEAD with the GET route (Node leaves the body out).
     const candidates = table.get(req.method === 'HEAD' ? 'GET' : req.method)?.get(segmentCount(path));
-    const found = candidates?.find((c) => c.pattern.test(path));
-    if (found) {
-      locals(res).route = found.route.path;
-      runChain(found.chain, req, res, next);
+    for (const c of candidates ?? []) {
+      const match = c.pattern.exec(path);
+      if (!match) continue;
+      const params: Record<string, string> = {};
+      c.paramNames.forEach((name, i) => {
+        params[name] = match[i + 1] as string;
+      });
+      req.params = params;
+      locals(res).route = c.route.path;
+      runChain(c.chain, req, res, next);
       return;
     }
     const scope = scopeOf(path);
