@@ -16,7 +16,7 @@ import { loadDelivery } from '../../services/webhook-dispatcher/src/domain/load-
 import { recordAttempt } from '../../services/webhook-dispatcher/src/domain/record-attempt';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
 import { handBackTask, startTask, taskStatus } from '../../services/worker/src/domain/start-task';
-import { sweepTasks, type SweepTasksDeps } from '../../services/worker/src/domain/sweep-tasks';
+import { pendingTasksPage } from '../../services/worker/src/domain/sweep-tasks';
 
 const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, `/${databaseName(TEST_DATABASE_URL)}_plans`);
 const BACKLOG = 30_000;
@@ -190,7 +190,7 @@ describe('hot statements under a backlog the statistics have not seen', () => {
   it('the sweepers still find their rows through their partial indexes', async () => {
     await dropOldShapes();
     // A grace of a day: no row qualifies, so neither queue is touched; only the statement runs.
-    const tasks = await scansOf((db) => sweepTasks({ db } as unknown as SweepTasksDeps, ['image-generation'], DAY_MS));
+    const tasks = await scansOf((db) => pendingTasksPage(db, 'image-generation', DAY_MS, null, 1000));
     expect(tasks.map((s) => s.index)).toContain('tasks_not_finished_idx');
     const deliveries = await scansOf((db) => sweepDeliveries(db, undefined as never, DAY_MS));
     expect(deliveries.map((s) => s.index)).toContain('webhook_deliveries_due_idx');

@@ -24,7 +24,10 @@ const DIR = path.join(ROOT, 'deploy/kubernetes');
 const IMAGE = 'registry.example.com/taskapi';
 
 /** Variables the manifests leave out on purpose. */
-const OMITTED: Record<string, string> = { DEV_SECRETS_FILE: 'development only: production never generates secrets' };
+const OMITTED: Record<string, string> = {
+  DEV_SECRETS_FILE: 'development only: production never generates secrets',
+  BENCH_FIFO_SCHEDULING: 'npm run bench only: refused in production',
+};
 /** Variables that must come from the Secret, never the ConfigMap. */
 const SECRET_VARIABLES = ['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'SECRETS_KEY', 'ADMIN_PASSWORD', 'HTTP_ENGINE_TOKEN'];
 

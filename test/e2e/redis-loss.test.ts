@@ -92,11 +92,22 @@ describe('Redis loss', () => {
     const queued = await Promise.all([1, 2, 3, 4, 5].map((i) => create('image-generation', { prompt: `backlog ${i}`, width: 64, height: 64 })));
     await flush();
 
-    const deps = { db: api.deps.db.pool, redis: api.deps.redis, webhooks: api.deps.webhooks, taskQueues: api.deps.taskQueues, metrics: createWorkerMetrics(), logger: createLogger({ service: 'sweep', level: 'silent' }) };
-    expect(await sweepTasks(deps, ['image-generation'], 0, 2)).toEqual({ requeued: 5, failed: 0 });
-    for (const id of queued) expect(await api.deps.taskQueues.queues['image-generation'].getJobState(id)).toBe('waiting');
-    // A second sweep finds every job in place.
-    expect(await sweepTasks(deps, ['image-generation'], 0, 2)).toEqual({ requeued: 0, failed: 0 });
+    const deps = {
+      db: api.deps.db.pool,
+      redis: api.deps.redis,
+      webhooks: api.deps.webhooks,
+      taskQueues: api.deps.taskQueues,
+      scheduler: api.deps.scheduler,
+      metrics: createWorkerMetrics(),
+      logger: createLogger({ service: 'sweep', level: 'silent' }),
+    };
+    expect(await sweepTasks(deps, 'image-generation', 0, 2)).toEqual({ requeued: 5, failed: 0, released: 0 });
+    // Every task is back with the scheduler, in its account's line (no worker runs to take them).
+    const records = await api.deps.scheduler.lookup(queued);
+    expect(queued.map((id) => records.get(id)?.state)).toEqual(queued.map(() => 'pending'));
+    expect((await api.deps.scheduler.accountLoad(account.id)).waiting).toBe(5);
+    // A second sweep finds everything in place.
+    expect(await sweepTasks(deps, 'image-generation', 0, 2)).toEqual({ requeued: 0, failed: 0, released: 0 });
 
     expect(await sweepDeliveries(api.deps.db.pool, api.deps.webhooks, 0, 2)).toBe(3);
     expect(await api.deps.webhooks.queue.getWaitingCount()).toBe(3);

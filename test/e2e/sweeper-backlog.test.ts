@@ -11,6 +11,7 @@ import { createLogger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, deliveryJobId, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
 import { recreateDatabase, startPrivateRedis, TEST_DATABASE_URL, type PrivateRedis } from '@taskapi/testing';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
+import { FairScheduler } from '@taskapi/scheduler';
 import { sweepTasks } from '../../services/worker/src/domain/sweep-tasks';
 
 const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, `/${databaseName(TEST_DATABASE_URL)}_sweeper_backlog`);
@@ -53,7 +54,8 @@ beforeAll(async () => {
        FROM tasks WHERE status = 20`,
   );
   const numbers = Array.from({ length: BACKLOG }, (_, i) => i + 1).filter((n) => n % MISSING_EVERY !== 0);
-  await taskQueues.enqueueMany('image-generation', numbers.map((n) => `task_sweep${n}`));
+  // Jobs as releases before the scheduler queued them (the first release of each task).
+  await taskQueues.addRuns('image-generation', numbers.map((n) => ({ publicId: `task_sweep${n}`, accountId: 'acct_sweep', release: 1 })));
   for (const n of numbers) await webhooks.enqueueAttempt(`whd_sweep${n}`, 1, 0, 'acct_sweep');
 }, 120_000);
 
@@ -66,15 +68,20 @@ afterAll(async () => {
 
 const missingNumbers = Array.from({ length: BACKLOG / MISSING_EVERY }, (_, i) => (i + 1) * MISSING_EVERY);
 
-it('the task sweeper re-adds exactly the missing jobs of a waiting backlog, with no scan of the waiting list', async () => {
+it('the task sweeper gives back exactly the missing tasks of a waiting backlog, with no scan of the waiting list', async () => {
   expect(await taskQueues.queues['image-generation'].getWaitingCount()).toBe(BACKLOG - missingNumbers.length);
   await redis.config('RESETSTAT');
   const logger = createLogger({ service: 'test', level: 'silent' });
-  const result = await sweepTasks({ db: pool, redis, webhooks, logger, metrics: { observeE2e: () => undefined }, taskQueues }, ['image-generation'], GRACE_MS);
+  const scheduler = new FairScheduler(redis, taskQueues, { defaultCap: 10 });
+  const deps = { db: pool, redis, webhooks, logger, metrics: { observeE2e: () => undefined }, taskQueues, scheduler };
+  const result = await sweepTasks(deps, 'image-generation', GRACE_MS);
   const stats = await commandStats();
-  expect(result).toEqual({ requeued: missingNumbers.length, failed: 0 });
-  expect(await taskQueues.queues['image-generation'].getWaitingCount()).toBe(BACKLOG);
-  for (const n of missingNumbers) expect(await taskQueues.queues['image-generation'].getJob(`task_sweep${n}`)).toBeDefined();
+  expect(result).toEqual({ requeued: missingNumbers.length, failed: 0, released: 0 });
+  // The missing ones are back with the scheduler, in their account's line (no worker slot is idle
+  // here to release them to).
+  const records = await scheduler.lookup(missingNumbers.map((n) => `task_sweep${n}`));
+  expect(missingNumbers.map((n) => records.get(`task_sweep${n}`)?.state)).toEqual(missingNumbers.map(() => 'pending'));
+  expect((await scheduler.accountLoad('acct_sweep')).waiting).toBe(missingNumbers.length);
   expect(stats.get('lpos') ?? 0).toBe(0);
   // Constant work per task (today one hash read and two sorted-set lookups each): a bound that
   // holds whatever BullMQ does inside, as long as no call grows with the backlog.

@@ -147,10 +147,10 @@ describe('webhook delivery', () => {
     const cancelled = await system.api.req('POST', `/api/tasks/${publicId}/cancel`, { headers: withKey(key) });
     expect(cancelled.body.status).toBe(40);
     const videoQueue = system.api.deps.taskQueues.queues['video-generation'];
-    expect(await videoQueue.getJobState(publicId)).toBe('unknown'); // the API dropped the waiting job
+    expect(await videoQueue.getJobState(publicId)).toBe('unknown'); // the API dropped the released job
     // Dropping is best effort (a job can be running, or be enqueued again by a sweeper): a worker
     // that gets the job anyway must skip it.
-    await system.api.deps.taskQueues.enqueueMany('video-generation', [publicId]);
+    await system.api.deps.taskQueues.addRuns('video-generation', [{ publicId, accountId: account.id, release: 1 }]);
     const videoWorker = await startWorker({ ...system.env, WORKER_KINDS: 'video-generation' });
     try {
       await waitFor(async () => (await videoQueue.getJobState(publicId)) === 'completed', {

@@ -95,6 +95,16 @@ const settings = {
   workerConcurrency: variable('WORKER_CONCURRENCY', wholeNumber(256).default(2)),
   /** BullMQ job lock: a worker that dies mid-task is noticed (job "stalled") within about twice this. */
   workerLockDurationMs: variable('WORKER_LOCK_DURATION_MS', wholeNumber(600_000).default(30_000)),
+  /**
+   * Fair scheduling (docs/fair-scheduling.md): tasks one account may have running at once, all kinds
+   * together, unless the operator gave the account its own cap (`admin set-max-running`).
+   * Set the same value on every service.
+   */
+  accountMaxRunning: variable('ACCOUNT_MAX_RUNNING', wholeNumber(10_000).default(10)),
+  /** Wait before a task's first retry after a transient engine failure; doubled for each further one. */
+  taskRetryBackoffMs: variable('TASK_RETRY_BACKOFF_MS', wholeNumber(3_600_000).default(5_000)),
+  /** Bench only (refused in production): tasks go first in, first out, without fair scheduling, for comparison. */
+  benchFifoScheduling: variable('BENCH_FIFO_SCHEDULING', flag().default(false)),
   /** How often each worker/dispatcher re-enqueues what the database says is pending (after Redis loss). */
   sweeperIntervalMs: variable('SWEEPER_INTERVAL_MS', wholeNumber(3_600_000).default(15_000)),
   /** Every service: after this long with an idle event loop following work, give grown memory back (0: never). */
@@ -186,6 +196,7 @@ function checkCombinations(s: EnvValues, ctx: z.core.$RefinementCtx): void {
     if (!s.publicBaseUrl) {
       problem('required when NODE_ENV=production (the URL clients reach the API at, e.g. https://tasks.example.com)', settings.publicBaseUrl);
     }
+    if (s.benchFifoScheduling) problem('is for npm run bench only and refused when NODE_ENV=production', settings.benchFifoScheduling);
   }
   if (s.storageDriver === 's3' && !s.s3.bucket) problem('required when STORAGE_DRIVER=s3', settings.s3.bucket);
   if (Object.values(s.engines).includes('http') && !s.httpEngine.url) {

@@ -184,6 +184,7 @@ describe('the migrated database matches prisma/schema.prisma', () => {
          FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indpred IS NOT NULL`,
     );
     expect(Object.fromEntries(preds.map((p) => [p.name, p.predicate]))).toEqual({
+      accounts_max_running_idx: '(max_running IS NOT NULL)',
       api_keys_one_active_key_per_grant: '(revoked_at IS NULL)',
       tasks_retention_idx: '((status = ANY (ARRAY[20, 30, 40])) AND (files_expired_at IS NULL))',
       tasks_not_finished_idx: '(finished_at IS NULL)',

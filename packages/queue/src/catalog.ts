@@ -2,8 +2,18 @@ import type { DefaultJobOptions } from 'bullmq';
 import { perTaskKind } from '@taskapi/task-kinds';
 import { z } from 'zod';
 
-/** Task jobs carry only the id; the worker reloads the row and skips work already done. */
-export const taskJobSchema = z.object({ public_id: z.string().startsWith('task_') });
+/**
+ * A task job is one run of a task, released by the fair scheduler (docs/fair-scheduling.md). It
+ * carries ids only; the worker reloads the row and skips work already done. Jobs queued by earlier
+ * releases carry only `public_id` (their release is the first).
+ */
+export const taskJobSchema = z.object({
+  public_id: z.string().startsWith('task_'),
+  /** The task's account, so the worker can tell the scheduler the run started before loading the row. */
+  account_id: z.string().optional(),
+  /** Which release of the task this job is (1 for the first run; a hand-back or retry is released again). */
+  release: z.number().int().min(1).optional(),
+});
 export type TaskJob = z.infer<typeof taskJobSchema>;
 
 /**
@@ -45,9 +55,17 @@ export interface QueueDefinition<S extends z.ZodType = z.ZodType> {
   defaultJobOptions: DefaultJobOptions;
 }
 
+/**
+ * Runs of one task: a transient engine failure is retried (after `TASK_RETRY_BACKOFF_MS` × 2^(run − 1),
+ * ahead of the account's other tasks) until the last run's failure fails the task with a refund.
+ * Runs are counted in the task row (`attempts`).
+ */
+export const TASK_MAX_ATTEMPTS = 3;
+
 const taskJobOptions: DefaultJobOptions = {
-  // Transient failures (and stalled jobs: a worker that died mid-task) are retried; the worker
-  // fails the task with a refund when the last attempt fails.
+  // A job that breaks outside the engine (the database unreachable at its start) and stalled jobs
+  // (a worker that died mid-task) are retried by BullMQ; the worker fails the task with a refund
+  // when the job gives up.
   attempts: 3,
   backoff: { type: 'exponential', delay: 5_000 },
   removeOnComplete: { age: 24 * 3600, count: 10_000 },
@@ -72,9 +90,12 @@ export const WEBHOOK_QUEUE = {
   },
 } satisfies QueueDefinition<typeof webhookJobSchema>;
 
-/** Deterministic job id of a task: enqueueing the same task twice is a no-op. */
-export function taskJobId(publicId: string): string {
-  return publicId;
+/**
+ * Deterministic job id of one release of a task: adding it twice is a no-op. The first release's id
+ * is the task's public id (as in releases before the scheduler); later ones add `-<release>`.
+ */
+export function taskJobId(publicId: string, release = 1): string {
+  return release === 1 ? publicId : `${publicId}-${release}`;
 }
 
 /** Deterministic job id of one delivery attempt. */

@@ -1,4 +1,5 @@
 export {
+  TASK_MAX_ATTEMPTS,
   TASK_QUEUES,
   WEBHOOK_QUEUE,
   taskJobSchema,
@@ -9,7 +10,7 @@ export {
 } from './catalog';
 export type { TaskJob, WebhookJob, WebhookAttemptResult, QueueDefinition } from './catalog';
 export { createTaskQueues, closeQueues } from './task-queues';
-export type { TaskQueues } from './task-queues';
+export type { TaskQueues, TaskRun } from './task-queues';
 export { createWebhookQueue } from './webhook-queue';
 export { jobOutcome } from './job-outcome';
 export type { JobOutcome } from './job-outcome';

@@ -3,10 +3,24 @@ import type { Cluster, Redis } from 'ioredis';
 import { perTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import { TASK_QUEUES, taskJobId, type TaskJob } from './catalog';
 
+/** One run of a task to add to its kind's queue. */
+export interface TaskRun {
+  publicId: string;
+  accountId: string;
+  /** Which release of the task (1 = first); it makes the job id. */
+  release: number;
+  /** Wait before the job may run, in ms (default 0). */
+  delayMs?: number;
+  /** To the head of the queue, the next a worker takes (a task that keeps its place). */
+  front?: boolean;
+}
+
 export interface TaskQueues {
   queues: Readonly<Record<TaskKind, Queue<TaskJob>>>;
-  /** Adds tasks' jobs of one kind in one Redis round trip (idempotent: job id = public id). */
-  enqueueMany(kind: TaskKind, publicIds: readonly string[]): Promise<void>;
+  /** Adds runs of one kind in one Redis round trip (idempotent: the job id is the task's and the release's). */
+  addRuns(kind: TaskKind, runs: readonly TaskRun[]): Promise<void>;
+  /** Removes a run's job unless a worker holds it; true when it is gone. */
+  removeRun(kind: TaskKind, publicId: string, release: number): Promise<boolean>;
 }
 
 /** Producer-side queues of every task kind, sharing one Redis connection. */
@@ -17,11 +31,19 @@ export function createTaskQueues(connection: Redis | Cluster): TaskQueues {
   });
   return {
     queues,
-    async enqueueMany(kind, publicIds) {
+    async addRuns(kind, runs) {
+      if (runs.length === 0) return;
       const schema = TASK_QUEUES[kind].schema;
       await queues[kind].addBulk(
-        publicIds.map((publicId) => ({ name: kind, data: schema.parse({ public_id: publicId }), opts: { jobId: taskJobId(publicId) } })),
+        runs.map((run) => ({
+          name: kind,
+          data: schema.parse({ public_id: run.publicId, account_id: run.accountId, release: run.release }),
+          opts: { jobId: taskJobId(run.publicId, run.release), ...(run.delayMs ? { delay: run.delayMs } : {}), ...(run.front ? { lifo: true } : {}) },
+        })),
       );
+    },
+    async removeRun(kind, publicId, release) {
+      return (await queues[kind].remove(taskJobId(publicId, release))) === 1;
     },
   };
 }

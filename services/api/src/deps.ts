@@ -6,6 +6,7 @@ import { Batcher, type RedisClient } from '@taskapi/service';
 import type { TlsOptions } from 'node:tls';
 import { createEgressClient, type EgressClient } from '@taskapi/egress';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
+import { createTaskScheduler, type NewTask, type TaskScheduler } from '@taskapi/scheduler';
 import type { TaskKind } from '@taskapi/domain';
 import { TaskCreator } from './domain/create-task';
 import { FileLinks } from './domain/file-links';
@@ -52,8 +53,10 @@ export interface ApiDeps {
   /** `Prefer: wait` requests, woken by terminal task events on `subscriber`. */
   taskWaiters: TaskWaiters;
   taskCreator: TaskCreator;
-  /** Adds task jobs after commit, batching concurrent ones per kind into one Redis round trip. */
-  enqueueTask(kind: TaskKind, publicId: string): Promise<void>;
+  /** Decides which task of a kind runs next (docs/fair-scheduling.md); the console reads an account's load from it. */
+  scheduler: TaskScheduler;
+  /** Gives a committed task to the scheduler, batching concurrent ones per kind into one Redis round trip. */
+  enqueueTask(kind: TaskKind, task: NewTask): Promise<void>;
   rateLimiter: RateLimiter;
   sessions: SessionService;
   metrics: ApiMetrics;
@@ -92,9 +95,12 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   const taskQueues = createTaskQueues(queueRedis);
   const webhooks = createWebhookQueue(queueRedis);
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
-  const enqueuer = new Batcher<TaskKind, string, void>(async (kind, ids) => {
-    await taskQueues.enqueueMany(kind, ids);
-    return ids.map(() => undefined);
+  const scheduler = createTaskScheduler(config, queueRedis, taskQueues, (ids) =>
+    logger.warn('scheduling entries skipped (corrupt, or contradicting their record); the sweeper restores their tasks if still pending', { public_ids: ids }),
+  );
+  const enqueuer = new Batcher<TaskKind, NewTask, void>(async (kind, tasks) => {
+    await scheduler.submit(kind, tasks);
+    return tasks.map(() => undefined);
   });
 
   return {
@@ -115,10 +121,11 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     taskReader: new TaskReader(new TaskReadCache(repos.tasks, redis, logger), redis),
     taskWaiters,
     taskCreator: new TaskCreator(repos, store, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
-    enqueueTask: (kind, publicId) => enqueuer.submit(kind, publicId),
+    scheduler,
+    enqueueTask: (kind, task) => enqueuer.submit(kind, task),
     rateLimiter: new RateLimiter(redis),
     sessions: new SessionService(config.jwtSecret, redis),
-    metrics: createMetrics({ ...opts, queueSignals: queueSignalReader(queueRedis, taskQueues.queues, logger) }),
+    metrics: createMetrics({ ...opts, queueSignals: queueSignalReader(queueRedis, taskQueues.queues, scheduler, logger) }),
     lifecycle: { draining: false },
     async close() {
       taskWaiters.close();

@@ -10,9 +10,13 @@ const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../../..');
 
 async function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return adminWith({}, ...args);
+}
+
+async function adminWith(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     // As operators run it: `npm run admin -- ...` (node on the built CLI; the suite's setup built it).
-    const { stdout, stderr } = await run('npm', ['run', '--silent', 'admin', '--', ...args], { env: { PATH: process.env.PATH, ...testEnv() }, cwd: ROOT });
+    const { stdout, stderr } = await run('npm', ['run', '--silent', 'admin', '--', ...args], { env: { PATH: process.env.PATH, ...testEnv(env) }, cwd: ROOT });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -83,6 +87,41 @@ describe('operator CLI (npm run admin)', () => {
     const account = await db.prisma.account.findUniqueOrThrow({ where: { email } });
     expect(account.paidBalance).toBe(0);
     expect(await db.prisma.trialGrant.count({ where: { accountId: account.id } })).toBe(0);
+  });
+
+  it("set-max-running sets an account's own cap of running tasks, and --reset gives back the default in force", async () => {
+    const email = uniqueEmail('cli');
+    const { account_id: accountId } = JSON.parse((await admin('create-account', '--email', email, '--password', 'a long password')).stdout);
+    const set = await admin('set-max-running', '--email', email.toUpperCase(), '--max', '3');
+    expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(set.stdout)).toEqual({ account_id: accountId, max_running: 3 });
+    expect((await db.prisma.account.findUniqueOrThrow({ where: { id: accountId } })).maxRunning).toBe(3);
+
+    const reset = await adminWith({ ACCOUNT_MAX_RUNNING: '7' }, 'set-max-running', '--email', email, '--reset');
+    expect(JSON.parse(reset.stdout)).toEqual({ account_id: accountId, max_running: 7 });
+    expect((await db.prisma.account.findUniqueOrThrow({ where: { id: accountId } })).maxRunning).toBeNull();
+    expect(JSON.parse((await admin('set-max-running', '--email', email, '--reset')).stdout)).toEqual({ account_id: accountId, max_running: 10 });
+    expect(JSON.parse((await admin('set-max-running', '--email', email, '--max', '10000')).stdout)).toEqual({ account_id: accountId, max_running: 10000 });
+
+    const cases: Array<[string[], number, RegExp]> = [
+      [['set-max-running', '--email', email, '--max', '0'], 2, /--max must be a whole number of at least 1/],
+      [['set-max-running', '--email', email, '--max=-2'], 2, /--max must be a whole number of at least 1/],
+      [['set-max-running', '--email', email, '--max', 'ten'], 2, /--max must be a whole number/],
+      [['set-max-running', '--email', email, '--max', '2.5'], 2, /--max must be a whole number/],
+      [['set-max-running', '--email', email, '--max', '10001'], 2, /--max must be at most 10000/],
+      [['set-max-running', '--email', email, '--max', '3', '--reset'], 2, /exactly one of --max or --reset/],
+      [['set-max-running', '--email', email], 2, /exactly one of --max or --reset/],
+      [['set-max-running', '--max', '3'], 2, /--email is required/],
+      [['set-max-running', '--email', uniqueEmail(), '--max', '3'], 1, /No account/],
+      [['set-max-running', '--email', 'not-an-email', '--reset'], 1, /valid e-mail/],
+      [['set-max-running', '--email', email, '--max', '3', '--amount', '1'], 2, /--amount does not apply/],
+    ];
+    for (const [args, code, message] of cases) {
+      const res = await admin(...args);
+      expect({ args, code: res.code, stdout: res.stdout }).toEqual({ args, code, stdout: '' });
+      expect(res.stderr).toMatch(message);
+    }
+    expect((await db.prisma.account.findUniqueOrThrow({ where: { id: accountId } })).maxRunning).toBe(10000);
   });
 
   it('move-inputs-to-store copies images still held in PostgreSQL to the file store and clears them', async () => {

@@ -1,14 +1,17 @@
 // GET /api/console/usage: the dashboard's per-day usage report, against a real database. Tasks are
 // created through the API (so charges and refunds land in the ledger as in production), ended the
-// way the worker and the cancel endpoint end them, then moved back in time.
+// way the worker and the cancel endpoint end them, then moved back in time. In a database of its
+// own: queued tasks days old would otherwise be picked up by other test files' sweepers.
 import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
+import { TEST_DATABASE_URL, recreateDatabase } from '@taskapi/testing';
 import { API_ERRORS } from '../src/errors';
 import { USAGE_SINCE } from '../src/repositories/tasks';
 import { usageReportSchema } from '../src/schemas/usage';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
 const DAY_MS = 86_400_000;
+const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, '/taskapi_test_console_usage');
 type Kind = 'video-generation' | 'image-generation' | 'face-detection';
 type End = 'queued' | 'completed' | 'failed' | 'cancelled';
 
@@ -51,7 +54,8 @@ describe('GET /api/console/usage', () => {
   const usage = (query = '', who: TestAccount = owner) => api.req('GET', `/api/console/usage${query}`, { headers: who.auth });
 
   beforeAll(async () => {
-    api = await startApi();
+    await recreateDatabase(DATABASE_URL);
+    api = await startApi({ DATABASE_URL });
     owner = await seedAccount(api, { credits: 1000, label: 'usage' });
     other = await seedAccount(api, { credits: 100, label: 'usage-other' });
     key = await createKey(api, owner, { type: 'paid' });

@@ -43,11 +43,12 @@ describe('tasks API', () => {
 
   const balance = async (acct: TestAccount = account) =>
     (await api.deps.db.prisma.account.findUniqueOrThrow({ where: { id: acct.id } })).paidBalance;
+  const redisText = async (hash: string, field: string) => (await api.deps.queueRedis.hget(hash, field)) ?? '';
   const create = (kind: string, body: unknown, headers: Record<string, string> = withKey(key)) =>
     api.req('POST', `/api/tasks/${kind}`, { headers, body });
 
   describe('creation', () => {
-    it('creates a video task with defaults, charges 10 credits and enqueues a job', async () => {
+    it('creates a video task with defaults, charges 10 credits and hands it to the scheduler', async () => {
       const before = await balance();
       const res = await create('video-generation', { prompt: 'a calm sea at dawn' });
       expect(res.status).toBe(201);
@@ -75,9 +76,17 @@ describe('tasks API', () => {
       const ledger = await api.deps.db.prisma.creditLedgerEntry.findMany({ where: { task: { publicId: res.body.public_id } } });
       expect(ledger).toEqual([expect.objectContaining({ entryType: 'charge', amount: -10, grantId: null })]);
 
+      // In its account's line, or already released to its kind's queue as a job carrying ids only.
+      const record = (await api.deps.scheduler.lookup([res.body.public_id])).get(res.body.public_id);
+      expect(record).toMatchObject({ kind: 'video-generation', accountId: account.id });
       const job = await api.deps.taskQueues.queues['video-generation'].getJob(res.body.public_id);
-      expect(job?.data).toEqual({ public_id: res.body.public_id });
-      expect(job?.queueName).toBe(TASK_QUEUES['video-generation'].name);
+      if (record!.state === 'ready') {
+        expect(job?.data).toEqual({ public_id: res.body.public_id, account_id: account.id, release: 1 });
+        expect(job?.queueName).toBe(TASK_QUEUES['video-generation'].name);
+      } else {
+        expect(record!.state).toBe('pending');
+        expect(job).toBeUndefined();
+      }
     });
 
     it('creates image and face-detection tasks with their costs and parameters', async () => {
@@ -108,8 +117,11 @@ describe('tasks API', () => {
           expect({ contentType: stored.contentType, inStore: stored.inStore, data: stored.data }).toEqual({ contentType: type, inStore: true, data: null });
           const object = await api.deps.store.get(inputKey(res.body.public_id));
           expect(Buffer.concat(await object!.body.toArray()).equals(bytes)).toBe(true);
+          // Scheduling state and jobs hold ids only.
+          const record = await redisText(`taskapi:{sched}:tasks`, res.body.public_id);
+          expect(record).not.toContain(bytes.toString('base64').slice(0, 32));
           const job = await api.deps.taskQueues.queues['face-detection'].getJob(res.body.public_id);
-          expect(JSON.stringify(job?.data)).toBe(JSON.stringify({ public_id: res.body.public_id }));
+          if (job) expect(job.data).toEqual({ public_id: res.body.public_id, account_id: account.id, release: 1 });
         }
       }
     });

@@ -7,7 +7,9 @@ import { TaskStatus } from '@taskapi/domain';
 import { createEgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
+import { createTaskScheduler } from '@taskapi/scheduler';
 import { runPeriodically, startConfiguredOpsServer, type RedisClient } from '@taskapi/service';
+import { accountCaps } from './domain/account-caps';
 import { finishAndAnnounce } from './domain/finish-and-announce';
 import { INTERNAL_ERROR_MESSAGE } from './domain/failure-message';
 import { sweepTasks } from './domain/sweep-tasks';
@@ -16,7 +18,13 @@ import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-s
 import { taskOutputs } from './infra/file-store';
 import { createWorkerMetrics } from './infra/metrics';
 import { startRetentionJob } from './infra/retention-job';
+import { WorkerSlots } from './infra/worker-slots';
 import { runTaskProcessor, type RunTaskOutcome } from './processors/run-task';
+
+/** How often the scheduler's upkeep runs (caps, due retries): an operator's cap change applies within about this. */
+const SCHEDULER_UPKEEP_MS = 1_000;
+/** How often each worker reports its idle slots (well within the scheduler's 10 s before it takes a worker for gone). */
+const HEARTBEAT_MS = 2_000;
 
 export interface WorkerService {
   /** Port of /healthz, /readyz and /metrics, when OPS_PORT is set. */
@@ -50,12 +58,16 @@ export async function startWorkerService(
   const engineRuns = new Set<Promise<unknown>>();
   const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics });
   const announce = { db: db.pool, redis, webhooks, logger, metrics };
+  const slots = new WorkerSlots(config.workerKinds, config.workerConcurrency);
+  const scheduler = createTaskScheduler(config, redis, taskQueues, (ids) =>
+    logger.warn('scheduling entries skipped (corrupt, or contradicting their record); the sweeper restores their tasks if still pending', { public_ids: ids }),
+  );
 
   const workers = config.workerKinds.map((kind) => {
     const engine = engines[kind];
     if (!engine) throw new Error(`no engine for ${kind}`);
     const processor = runTaskProcessor(
-      { ...announce, engine, store, files, egress, metrics, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal, engineRuns },
+      { ...announce, engine, store, files, egress, metrics, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal, engineRuns, scheduler, slots, retryBackoffMs: config.taskRetryBackoffMs },
       kind,
     );
     const worker = new Worker<TaskJob, RunTaskOutcome>(TASK_QUEUES[kind].name, processor, {
@@ -80,6 +92,9 @@ export async function startWorkerService(
         // Failed for good (not retried): a sorted-set lookup, not getState's scan of the waiting list.
         if (!(await job.isFailed())) return;
         const finished = await finishAndAnnounce(announce, job.data.public_id, { status: TaskStatus.failed, errorCode: 'internal_error', errorMessage: INTERNAL_ERROR_MESSAGE });
+        await scheduler.done(job.data.public_id).catch((e: unknown) =>
+          logger.warn('could not tell the scheduler a given-up job ended; the sweeper will', { public_id: job.data.public_id, error: (e as Error).message }),
+        );
         if (!finished) return;
         metrics.observeRun(kind, 'failed', 0);
         logger.warn('task failed after its job gave up', { public_id: job.data.public_id, job_id: job.id, reason: err.message });
@@ -98,11 +113,32 @@ export async function startWorkerService(
       redis,
       lockKey: `taskapi:sweeper:tasks:${kind}`,
       task: async () => {
-        const result = await sweepTasks({ ...announce, taskQueues }, [kind], config.sweeperIntervalMs);
-        if (result.requeued || result.failed) logger.info('task sweeper recovered work', { kind, ...result });
+        const result = await sweepTasks({ ...announce, taskQueues, scheduler }, kind, config.sweeperIntervalMs);
+        if (result.requeued || result.failed || result.released) logger.info('task sweeper recovered work', { kind, ...result });
       },
     }),
   );
+
+  // This process's idle slots, so the scheduler releases tasks for them: now, and every few seconds
+  // (a worker not heard from for 10 s is taken for gone, its slots with it).
+  const heartbeat = async () => scheduler.heartbeat(slots.workerId, slots.idle());
+  await heartbeat().catch((err: unknown) => logger.warn('could not report idle slots to the scheduler; retrying', { error: (err as Error).message }));
+  const beats = runPeriodically({ name: 'scheduler heartbeat', intervalMs: HEARTBEAT_MS, logger, task: heartbeat });
+
+  // The scheduler's upkeep, on one replica per interval: every account's own cap from the database
+  // (so an operator's change applies within about a second, without a restart), retries whose
+  // wait is over, and anything that waits for a free slot.
+  const upkeep = runPeriodically({
+    name: 'scheduler upkeep',
+    intervalMs: SCHEDULER_UPKEEP_MS,
+    logger,
+    redis,
+    lockKey: 'taskapi:scheduler:upkeep',
+    task: async () => {
+      const changed = await scheduler.setCaps(await accountCaps(db.pool));
+      if (changed > 0) logger.info('account caps changed', { accounts: changed });
+    },
+  });
 
   // Every replica tries; the sweeper lock lets one of them run it per interval.
   const retention = startRetentionJob({ db, redis, store, logger, metrics }, config.retentionDays, opts.retentionIntervalMs);
@@ -112,11 +148,14 @@ export async function startWorkerService(
   return {
     opsPort: ops?.port,
     async stop() {
-      // Stop fetching first (close() marks the workers closing at once), then abort running engines:
-      // their jobs go back to the queue, and close() resolves when they have.
+      // Stop fetching first (close() marks the workers closing at once) and take no more work from
+      // the scheduler, then abort running engines: their tasks go back with their places kept, and
+      // close() resolves when they have.
+      slots.close();
       const closing = Promise.all(workers.map((w) => w.close()));
       shutdown.abort(new Error('worker shutting down'));
-      await Promise.all([closing, ...sweepers.map((s) => s.stop()), retention.stop(), ops?.close()]);
+      await Promise.all([closing, beats.stop(), ...sweepers.map((s) => s.stop()), upkeep.stop(), retention.stop(), ops?.close()]);
+      await scheduler.leave(slots.workerId).catch((err: unknown) => logger.warn('could not tell the scheduler this worker stopped', { error: (err as Error).message }));
       // Aborted engines were not waited for; give them a moment to remove their temporary files.
       await Promise.race([Promise.allSettled([...engineRuns]), delay(1_000)]);
       await closeQueues([webhooks.queue, ...Object.values(taskQueues.queues)]);

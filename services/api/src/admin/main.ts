@@ -1,10 +1,11 @@
 // Operator CLI: `npm run admin -- <command> [options]`. Prints one JSON object on stdout; on bad
 // input prints a message on stderr and exits non-zero (2: usage, 1: refused or failed).
 import { parseArgs } from 'node:util';
-import { loadConfig } from '@taskapi/config';
+import { loadConfig, type Config } from '@taskapi/config';
+import { MAX_ACCOUNT_CAP } from '@taskapi/scheduler';
 import { createDatabase } from '@taskapi/db';
 import { createFileStore } from '@taskapi/file-store';
-import { addCredits, createAccount, grantTrial } from '../domain/accounts';
+import { addCredits, createAccount, grantTrial, setMaxRunning } from '../domain/accounts';
 import { moveInputsToStore } from '../domain/move-inputs-to-store';
 import { createRepositories, type Repositories } from '../repositories';
 
@@ -14,6 +15,10 @@ Commands:
   create-account --email E --password P [--credits N]
   add-credits    --email E --amount N
   grant-trial    --email E --quota N (--expires-in-days D | --expires-at ISO8601)
+  set-max-running --email E (--max N | --reset)
+                 the account's own cap of running tasks (1 to 10000), or back to
+                 ACCOUNT_MAX_RUNNING → {"account_id","max_running"}; workers apply it
+                 within seconds
   move-inputs-to-store   copy uploaded images still held in PostgreSQL to the file store
                          (run once every worker runs this release) → {"moved"}`;
 
@@ -40,6 +45,8 @@ const OPTIONS = {
   quota: { type: 'string' },
   'expires-in-days': { type: 'string' },
   'expires-at': { type: 'string' },
+  max: { type: 'string' },
+  reset: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -47,6 +54,7 @@ const ALLOWED: Record<string, ReadonlyArray<keyof typeof OPTIONS>> = {
   'create-account': ['email', 'password', 'credits'],
   'add-credits': ['email', 'amount'],
   'grant-trial': ['email', 'quota', 'expires-in-days', 'expires-at'],
+  'set-max-running': ['email', 'max', 'reset'],
   'move-inputs-to-store': [],
 };
 
@@ -82,7 +90,7 @@ async function run(argv: string[]): Promise<unknown> {
   }
 
   // Validate everything before touching the database.
-  let action: (repos: Repositories, secretsKey: Buffer) => Promise<unknown>;
+  let action: (repos: Repositories, secretsKey: Buffer, config: Config) => Promise<unknown>;
   const email = required('email', opt('email'));
   if (command === 'create-account') {
     const password = required('password', opt('password'));
@@ -91,6 +99,12 @@ async function run(argv: string[]): Promise<unknown> {
   } else if (command === 'add-credits') {
     const amount = wholeNumber('amount', opt('amount'), 1);
     action = (repos) => addCredits(repos, email, amount);
+  } else if (command === 'set-max-running') {
+    const reset = values.reset === true;
+    if ((opt('max') === undefined) === !reset) throw new UsageError('give exactly one of --max or --reset');
+    const max = reset ? null : wholeNumber('max', opt('max'), 1);
+    if (max !== null && max > MAX_ACCOUNT_CAP) throw new UsageError(`--max must be at most ${MAX_ACCOUNT_CAP}`);
+    action = (repos, _key, config) => setMaxRunning(repos, email, max, config.accountMaxRunning);
   } else {
     const quota = wholeNumber('quota', opt('quota'), 1);
     const days = opt('expires-in-days');
@@ -112,7 +126,7 @@ async function run(argv: string[]): Promise<unknown> {
   const config = loadConfig();
   const db = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'taskapi-admin' });
   try {
-    return await action(createRepositories(db), config.secretsKey);
+    return await action(createRepositories(db), config.secretsKey, config);
   } finally {
     await db.close();
   }

@@ -1,5 +1,6 @@
 import { encryptSecret, generateWebhookSecret, hashPassword, webhookSecretContext } from '@taskapi/crypto';
 import { newId } from '@taskapi/ids';
+import { MAX_ACCOUNT_CAP } from '@taskapi/scheduler';
 import { ApiError } from '../errors';
 import type { Repositories } from '../repositories';
 
@@ -74,4 +75,23 @@ export async function grantTrial(
   const id = newId('grant');
   await repos.grants.create({ id, accountId, quota, expiresAt });
   return { grant_id: id, quota, expires_at: expiresAt.toISOString() };
+}
+
+/**
+ * Sets an account's own cap of running tasks (`null`: back to the default, `ACCOUNT_MAX_RUNNING`).
+ * The workers read it from the database about once a second (docs/fair-scheduling.md).
+ * Returns the cap in force afterwards.
+ */
+export async function setMaxRunning(
+  repos: Pick<Repositories, 'accounts'>,
+  email: string,
+  maxRunning: number | null,
+  defaultMaxRunning: number,
+): Promise<{ account_id: string; max_running: number }> {
+  if (maxRunning !== null && (!Number.isSafeInteger(maxRunning) || maxRunning < 1 || maxRunning > MAX_ACCOUNT_CAP)) {
+    throw new ApiError('INVALID_ARGUMENT', { params: { name: 'max', problem: `must be a whole number from 1 to ${MAX_ACCOUNT_CAP}` } });
+  }
+  const accountId = await accountIdByEmail(repos, email);
+  await repos.accounts.setMaxRunning(accountId, maxRunning);
+  return { account_id: accountId, max_running: maxRunning ?? defaultMaxRunning };
 }

@@ -39,8 +39,9 @@ export interface MetricsOptions {
 }
 
 /**
- * `taskapi_queue_depth` and `taskapi_queue_oldest_waiting_seconds`: one read per scrape feeds both
- * gauges. A kind whose queue could not be read has no sample in that scrape (not a stale one).
+ * `taskapi_queue_depth`, `taskapi_queue_oldest_waiting_seconds` and `taskapi_tasks_held_by_cap`:
+ * one read per scrape feeds all three gauges. A kind whose queue could not be read has no sample in
+ * that scrape (not a stale one).
  */
 function registerQueueGauges(registry: Registry, read: () => Promise<Map<TaskKind, QueueSignal>>): void {
   let pending: Promise<Map<TaskKind, QueueSignal>> | undefined;
@@ -53,7 +54,7 @@ function registerQueueGauges(registry: Registry, read: () => Promise<Map<TaskKin
   };
   const depth = new Gauge({
     name: 'taskapi_queue_depth',
-    help: 'Task jobs waiting to be picked up (wait + prioritized), by kind; queue-wide, the same on every API replica',
+    help: 'Tasks that could start now (released jobs and tasks their account cap lets run; not those held by a cap), by kind; queue-wide, the same on every API replica',
     labelNames: ['kind'],
     registers: [registry],
     async collect() {
@@ -64,13 +65,24 @@ function registerQueueGauges(registry: Registry, read: () => Promise<Map<TaskKin
   });
   const oldest = new Gauge({
     name: 'taskapi_queue_oldest_waiting_seconds',
-    help: 'Age of the oldest task job waiting to be picked up, by kind (0 when none waits); queue-wide',
+    help: 'Age of the oldest task that could start now, by kind (0 when none waits); queue-wide',
     labelNames: ['kind'],
     registers: [registry],
     async collect() {
       const signals = await current();
       oldest.reset();
       for (const [kind, s] of signals) oldest.set({ kind }, s.oldestWaitingSeconds);
+    },
+  });
+  const held = new Gauge({
+    name: 'taskapi_tasks_held_by_cap',
+    help: "Tasks waiting only because their account is at its cap of running tasks, by kind; queue-wide",
+    labelNames: ['kind'],
+    registers: [registry],
+    async collect() {
+      const signals = await current();
+      held.reset();
+      for (const [kind, s] of signals) held.set({ kind }, s.heldByCap);
     },
   });
 }

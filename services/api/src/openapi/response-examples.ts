@@ -217,6 +217,12 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
   revealApiKey: { 200: { revealed: { value: { plaintext_key: 'sk-live-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90' } } } },
   listConsoleTasks: { 200: taskList(null) },
   getConsoleTask: { 200: getTask },
+  getConsoleConcurrency: {
+    200: {
+      at_cap: { summary: 'At the cap: 12 tasks wait for a running one to end', value: { running: 10, max_running: 10, waiting: 12, held_by_cap: 12 } },
+      room: { summary: 'Under the cap: waiting tasks start as workers free up', value: { running: 2, max_running: 10, waiting: 3, held_by_cap: 0 } },
+    },
+  },
   getConsoleUsage: { 200: { three_days: { summary: '`?days=3`: a failed video on the first day, a quiet second day', value: usage } } },
   listWebhookDeliveries: { 200: { deliveries: { summary: 'Delivered on the first retry', value: { data: [delivery] } } } },
   resendWebhookDelivery: {

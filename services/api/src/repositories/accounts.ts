@@ -61,6 +61,16 @@ export class AccountRepository {
     return (await this.prisma.account.findUniqueOrThrow({ where: { id: accountId }, select: { paidBalance: true } })).paidBalance;
   }
 
+  /** The account's own cap of running tasks, or null when it takes the default. Throws when the account does not exist. */
+  async maxRunning(accountId: string): Promise<number | null> {
+    return (await this.prisma.account.findUniqueOrThrow({ where: { id: accountId }, select: { maxRunning: true } })).maxRunning;
+  }
+
+  /** Sets (or, with null, clears) the account's own cap of running tasks. */
+  async setMaxRunning(accountId: string, maxRunning: number | null): Promise<void> {
+    await this.prisma.account.update({ where: { id: accountId }, data: { maxRunning }, select: { id: true } });
+  }
+
   /** Adds paid credits with their top-up ledger row, in one transaction; returns the new balance. */
   addCredits(accountId: string, amount: number): Promise<number> {
     return this.prisma.$transaction(async (tx) => {

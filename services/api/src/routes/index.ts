@@ -10,6 +10,7 @@ import { rotateWebhookSecretRoute } from './account/rotate-webhook-secret';
 import { getSessionRoute } from './auth/get-session';
 import { loginRoute } from './auth/login';
 import { logoutRoute } from './auth/logout';
+import { getConsoleConcurrencyRoute } from './console-tasks/get-console-concurrency';
 import { getConsoleTaskRoute } from './console-tasks/get-console-task';
 import { getConsoleTaskFileRoute } from './console-tasks/get-console-task-file';
 import { getConsoleTaskInputRoute } from './console-tasks/get-console-task-input';
@@ -59,6 +60,7 @@ export const ROUTES: readonly Route[] = [
   getConsoleTaskFileRoute,
   getConsoleTaskInputRoute,
   getConsoleUsageRoute,
+  getConsoleConcurrencyRoute,
   listDeliveriesRoute,
   resendDeliveryRoute,
   sendTestWebhookRoute,

@@ -7,6 +7,7 @@ export interface ClaimedTask {
   public_id: string;
   account_id: string;
   kind: TaskKind;
+  created_at: Date;
   params: Record<string, unknown>;
   /** How many times processing started, this run included. */
   attempts: number;
@@ -22,9 +23,9 @@ WITH t AS (
   UPDATE tasks
      SET status = 10, started_at = COALESCE(started_at, now()), attempts = attempts + 1
    WHERE public_id = $1 AND status IN (0, 10)
-  RETURNING id, public_id, account_id, kind, input, attempts
+  RETURNING id, public_id, account_id, kind, created_at, input, attempts
 )
-SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.input::text AS input, t.attempts,
+SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.created_at, t.input::text AS input, t.attempts,
        i.content_type AS upload_type, i.data AS upload_data, i.in_store AS upload_in_store
   FROM t LEFT JOIN task_inputs i ON i.task_id = t.id`;
 
@@ -38,6 +39,7 @@ export async function startTask(db: Queryable, publicId: string): Promise<Claime
     public_id: string;
     account_id: string;
     kind: TaskKind;
+    created_at: Date;
     input: string;
     attempts: number;
     upload_type: string | null;
@@ -51,6 +53,7 @@ export async function startTask(db: Queryable, publicId: string): Promise<Claime
     public_id: row.public_id,
     account_id: row.account_id,
     kind: row.kind,
+    created_at: row.created_at,
     params: JSON.parse(row.input) as Record<string, unknown>,
     attempts: row.attempts,
     upload: !row.upload_type

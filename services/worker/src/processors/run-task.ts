@@ -1,9 +1,10 @@
 import { performance } from 'node:perf_hooks';
-import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
+import { UnrecoverableError, type Job, type Processor } from 'bullmq';
 import { recordTaskStatus, TaskStatus, type TaskKind } from '@taskapi/domain';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
-import { TASK_QUEUES, type TaskJob } from '@taskapi/queue';
+import { TASK_MAX_ATTEMPTS, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
+import type { TaskRunRef, TaskScheduler } from '@taskapi/scheduler';
 import { abortable } from '../engines/abortable';
 import type { Engine } from '../engines/engine';
 import { finishAndAnnounce, type AnnounceDeps } from '../domain/finish-and-announce';
@@ -14,6 +15,7 @@ import { failureMessage } from '../domain/failure-message';
 import type { FileStore } from '@taskapi/file-store';
 import type { TaskOutputs } from '../infra/file-store';
 import type { RunOutcome, WorkerMetrics } from '../infra/metrics';
+import type { WorkerSlots } from '../infra/worker-slots';
 
 export interface RunTaskDeps extends AnnounceDeps {
   engine: Engine;
@@ -27,18 +29,28 @@ export interface RunTaskDeps extends AnnounceDeps {
   shutdown: AbortSignal;
   /** Engine runs in progress, so a shutdown can give abandoned ones a moment to clean up. */
   engineRuns: Set<Promise<unknown>>;
+  /** Told when a run starts and how it ends, so it can give the freed slot to the next task. */
+  scheduler: TaskScheduler;
+  /** This process's slots, reported with every start and end. */
+  slots: WorkerSlots;
+  /** Wait before the first retry after a transient failure (`TASK_RETRY_BACKOFF_MS`); doubled for each further one. */
+  retryBackoffMs: number;
 }
 
 /** What a processed job reports (visible in Bull Board). */
-export type RunTaskOutcome = { outcome: 'skipped' } | { outcome: 'completed' | 'failed'; status: number; error_code?: string };
+export type RunTaskOutcome =
+  | { outcome: 'skipped' | 'handed_back' }
+  | { outcome: 'retrying'; attempt: number; retry_in_ms: number }
+  | { outcome: 'completed' | 'failed'; status: number; error_code?: string };
 
-const isLastAttempt = (job: Job) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
 /**
- * Runs one task: claim (status 10), engine with the kind's deadline, then exactly one terminal
- * transition. Permanent failures fail the task at once with a refund; transient ones are retried
- * by BullMQ and fail the task on the last attempt. A task that is already terminal (cancelled,
- * or finished by a concurrent run) is skipped.
+ * Runs one release of a task: claim (status 10), engine with the kind's deadline, then exactly one
+ * terminal transition. Permanent failures fail the task at once with a refund; a transient one
+ * goes back to the scheduler to run again after a back-off, and fails the task on the last of
+ * `TASK_MAX_ATTEMPTS` runs. A task that is already terminal (cancelled, or finished by a
+ * concurrent run) is skipped. Every way a run ends is reported to the scheduler before the job
+ * ends, so the freed slot's next task is already queued when BullMQ fetches the next job.
  */
 export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<TaskJob, RunTaskOutcome> {
   const schema = TASK_QUEUES[kind].schema;
@@ -46,19 +58,42 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
   // through a child logger made only when one is written.
   const startedLine = flatLineWriter(deps.logger, 'task started', ['public_id', 'job_id', 'kind', 'attempt']);
   const completedLine = flatLineWriter(deps.logger, 'task completed', ['public_id', 'job_id', 'kind']);
-  return async (job, token) => {
+  return async (job) => {
+    deps.slots.take(kind);
+    try {
+      return await runOnce(job);
+    } finally {
+      deps.slots.free(kind);
+    }
+  };
+
+  async function runOnce(job: Job<TaskJob>): Promise<RunTaskOutcome> {
     const parsed = schema.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError('malformed job data');
     const publicId = parsed.data.public_id;
     let child: Logger | undefined;
     const log = () => (child ??= deps.logger.child({ public_id: publicId, job_id: job.id, kind }));
     const info = deps.logger.isInfoEnabled();
+    // The scheduler's state is repaired by the sweeper when a report is lost: a failed report is a
+    // warning, never a failed run.
+    const tell = async (what: string, report: () => Promise<void>) => {
+      try {
+        await report();
+      } catch (err) {
+        log().warn(`could not tell the scheduler the run ${what}; the sweeper will`, { error: (err as Error).message });
+      }
+    };
 
     const task = await startTask(deps.db, publicId);
     if (!task) {
+      await tell('found nothing to do', () => deps.scheduler.done(publicId, deps.slots.report(kind, true)));
       log().info('task already finished or unknown; skipped');
       return { outcome: 'skipped' };
     }
+    const run: TaskRunRef = { kind, publicId, accountId: task.account_id, order: task.id, createdAt: task.created_at, release: parsed.data.release ?? 1 };
+    // Reported while the engine runs (it releases the kind's next task into the freed ready place);
+    // awaited before any later report, so they reach the scheduler in order.
+    const started = tell('started', () => deps.scheduler.started(run, deps.slots.report(kind, false)));
     // The "processing" marker is written while the engine runs: markers only move forward, so it
     // can never undo the terminal one, and it is awaited before that transition (a Redis failure
     // still fails this run, as before).
@@ -67,19 +102,24 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     if (info) startedLine('info', [publicId, job.id, kind, task.attempts]);
     const startedAt = performance.now();
     const observe = (outcome: RunOutcome) => deps.metrics.observeRun(kind, outcome, (performance.now() - startedAt) / 1000);
+    const ended = async <T>(outcome: T): Promise<T> => {
+      await started;
+      await tell('ended', () => deps.scheduler.done(publicId, deps.slots.report(kind, true)));
+      return outcome;
+    };
 
     const deadline = AbortSignal.timeout(deps.timeoutMs);
     const signal = AbortSignal.any([deadline, deps.shutdown]);
     try {
       // The engine is told to stop through `signal`, but a shutdown does not wait for it to obey:
-      // the job goes back at once, whatever the engine is doing.
-      const run = (async () => {
+      // the task goes back at once, whatever the engine is doing.
+      const running = (async () => {
         const image = kind === 'face-detection' ? await loadInputImage(task, { egress: deps.egress, store: deps.store }, signal) : undefined;
         return deps.engine.run({ kind, publicId, params: task.params, image }, signal);
       })();
-      deps.engineRuns.add(run);
-      void run.catch(() => undefined).finally(() => deps.engineRuns.delete(run));
-      const output = await abortable(run, deps.shutdown);
+      deps.engineRuns.add(running);
+      void running.catch(() => undefined).finally(() => deps.engineRuns.delete(running));
+      const output = await abortable(running, deps.shutdown);
       if (signal.aborted) throw signal.reason as Error;
       await marked;
       const files = await deps.files.save(publicId, output.files ?? []);
@@ -89,32 +129,31 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         if ((await taskStatus(deps.db, publicId)) === TaskStatus.cancelled) await deps.files.remove(publicId, files);
         log().info('task finished elsewhere while running; result discarded');
         observe('skipped');
-        return { outcome: 'skipped' };
+        return await ended({ outcome: 'skipped' });
       }
       observe('completed');
       if (info) completedLine('info', [publicId, job.id, kind]);
-      return { outcome: 'completed', status: TaskStatus.completed };
+      return await ended({ outcome: 'completed', status: TaskStatus.completed });
     } catch (err) {
       if (deps.shutdown.aborted && !deadline.aborted) {
-        // Hand the job back untouched: the task is queued again without spending an attempt, and
-        // the job waits for another worker (WaitingError: BullMQ neither fails nor retries it).
+        // Hand the task back untouched: queued again without spending an attempt, keeping its place
+        // (this job ends; the scheduler releases the task again at the head of the kind's queue).
         const handedBack = await handBackTask(deps.db, task);
-        try {
-          await job.moveToWait(token);
-        } catch (moveErr) {
-          // The job lock was lost (another worker took the job as stalled): that run owns it now.
-          log().warn('could not hand the job back; its lock was lost', { error: (moveErr as Error).message });
-          throw new WaitingError();
-        }
+        await started;
+        await tell('was handed back', () => deps.scheduler.handBack(run, deps.slots.report(kind, true)));
         observe('handed_back');
         log().info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
-        throw new WaitingError();
+        return { outcome: 'handed_back' };
       }
       const decision = decideFailure(err, deadline.aborted);
-      if (decision.kind === 'retry' && !isLastAttempt(job)) {
-        log().warn('task attempt failed; will retry', { error: (err as Error).message, code: decision.code });
+      if (decision.kind === 'retry' && task.attempts < TASK_MAX_ATTEMPTS) {
+        const delayMs = deps.retryBackoffMs * 2 ** Math.max(0, task.attempts - 1);
+        await started;
+        // Still counted as running while it waits; it runs again ahead of its account's other tasks.
+        await tell('will be retried', () => deps.scheduler.retryLater(run, delayMs, deps.slots.report(kind, true)));
+        log().warn('task attempt failed; will retry', { error: (err as Error).message, code: decision.code, attempt: task.attempts, retry_in_ms: delayMs });
         observe('retried');
-        throw err;
+        return { outcome: 'retrying', attempt: task.attempts, retry_in_ms: delayMs };
       }
       const finished = await finishAndAnnounce(deps, publicId, {
         status: TaskStatus.failed,
@@ -123,10 +162,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       });
       log().warn('task failed', { error: (err as Error).message, error_code: decision.code, refunded: finished?.refunded ?? 0 });
       observe(finished ? 'failed' : 'skipped');
-      return finished
-        ? { outcome: 'failed', status: TaskStatus.failed, error_code: decision.code }
-        : { outcome: 'skipped' };
+      return await ended(finished ? { outcome: 'failed', status: TaskStatus.failed, error_code: decision.code } : { outcome: 'skipped' });
     }
-  };
+  }
 }
-

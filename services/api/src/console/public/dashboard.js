@@ -42,8 +42,15 @@ function grantState(grant) {
 startPage(async () => {
   daysSelect.addEventListener('change', () => showUsage().catch(notifyError));
   const shown = showUsage();
-  const [balance, tasks] = await Promise.all([api('/api/credits/balance'), api('/api/console/tasks?limit=10')]);
+  const [balance, tasks, concurrency] = await Promise.all([api('/api/credits/balance'), api('/api/console/tasks?limit=10'), api('/api/console/concurrency')]);
   document.getElementById('paid-balance').textContent = String(balance.paid_balance);
+  document.getElementById('running-now').textContent = String(concurrency.running);
+  document.getElementById('max-running').textContent = String(concurrency.max_running);
+  document.getElementById('running-waiting').textContent =
+    concurrency.waiting === 0
+      ? 'Nothing waiting. Tasks over your limit wait their turn; they are never refused.'
+      : `${concurrency.waiting} waiting for a worker` +
+        (concurrency.held_by_cap > 0 ? `, ${concurrency.held_by_cap} of them because ${concurrency.max_running} are running (your limit).` : '.');
   fill(
     'grants',
     table(

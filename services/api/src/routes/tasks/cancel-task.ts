@@ -1,5 +1,4 @@
 import { e2eSeconds, type TaskKind } from '@taskapi/domain';
-import { taskJobId } from '@taskapi/queue';
 import { cancelTask } from '../../domain/cancel-task';
 import { renderTask } from '../../domain/task-view';
 import { defineRoute } from '../../http/route';
@@ -24,8 +23,12 @@ export const cancelTaskRoute = defineRoute({
     const row = await cancelTask({ tasks: deps.repos.tasks, redis: deps.redis }, principal.accountId, params.publicId);
     deps.taskReader.remember(principal.accountId, row);
     if (row.finished_at) deps.metrics.taskE2e.observe({ kind: row.kind, status: 'cancelled' }, e2eSeconds(row.created_at, row.finished_at));
-    // Best effort: a waiting job is dropped now; one already running sees status 40 and stops.
-    await deps.taskQueues.queues[row.kind as TaskKind].remove(taskJobId(params.publicId)).catch(() => undefined);
+    // The task gives up its place in its account's line (or its job, if released) at once; one
+    // already running sees status 40 when it ends. Best effort: a task the scheduler still holds is
+    // skipped by the worker that takes it.
+    await deps.scheduler.cancel(row.kind as TaskKind, params.publicId).catch((err: unknown) =>
+      deps.logger.warn('could not tell the scheduler a task was cancelled; its worker will skip it', { public_id: params.publicId, error: err }),
+    );
     return { status: 200, jsonText: renderTask(row, await deps.fileLinks.forRows([row])) };
   },
 });

@@ -116,9 +116,9 @@ export function createTaskRoute(kind: TaskKind) {
       } else {
         metrics.tasksCreated.inc({ kind, key_type: principal.type });
         try {
-          await enqueueTask(kind, row.public_id);
+          await enqueueTask(kind, { publicId: row.public_id, accountId: principal.accountId, order: row.id, createdAt: row.created_at });
         } catch (err) {
-          // The task is committed and paid for; the sweeper enqueues queued tasks Redis does not know.
+          // The task is committed and paid for; the sweeper gives the scheduler queued tasks it does not know.
           logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
         }
       }

@@ -1,0 +1,159 @@
+import type { Cluster, Redis } from 'ioredis';
+import { TASK_KINDS, isTaskKind, type TaskKind } from '@taskapi/task-kinds';
+import type { TaskQueues, TaskRun } from '@taskapi/queue';
+import { SCHEDULER_SCRIPT } from './script';
+import type { AccountLoad, IdleSlots, KindLoad, NewTask, SchedulerRecord, SlotReport, TaskRunRef, TaskScheduler } from './task-scheduler';
+
+/** Every scheduling key starts with this; its hash tag keeps them in one Redis Cluster slot. */
+export const SCHEDULER_PREFIX = 'taskapi:{sched}:';
+
+/** Caps and accounts' running counts are packed into the scheduler's scores (see script.ts). */
+export const MAX_ACCOUNT_CAP = 10_000;
+
+type SchedulerRedis = (Redis | Cluster) & {
+  taskapiScheduler(key: string, ...args: Array<string | number>): Promise<unknown>;
+};
+
+export interface FairSchedulerOptions {
+  /** The cap of accounts without their own (`ACCOUNT_MAX_RUNNING`). */
+  defaultCap: number;
+  /** Told about corrupt entries the scheduler dropped (the sweeper restores their tasks). */
+  onSkipped?: (publicIds: string[]) => void;
+  /** Key prefix; tests give each run its own. */
+  prefix?: string;
+}
+
+const STATES = { p: 'pending', r: 'ready', a: 'active', d: 'delayed' } as const;
+
+/** Parses a record (`state|kind|account|order|release|created`); undefined when corrupt. */
+function parseRecord(text: string): SchedulerRecord | undefined {
+  const m = /^([prad])\|([^|]+)\|([^|]+)\|\d+\|(\d+)\|\d+$/.exec(text);
+  if (!m) return undefined;
+  return { state: STATES[m[1] as keyof typeof STATES], kind: m[2]!, accountId: m[3]!, release: Number(m[4]) };
+}
+
+/**
+ * The fair scheduler on Redis: one atomic script per event (script.ts), then the released runs are
+ * added to their kinds' BullMQ queues. Safe with any number of API and worker replicas.
+ */
+export class FairScheduler implements TaskScheduler {
+  private readonly redis: SchedulerRedis;
+  private readonly key: string;
+  private readonly common: Array<string | number>;
+
+  constructor(
+    redis: Redis | Cluster,
+    private readonly queues: Pick<TaskQueues, 'addRuns' | 'removeRun'>,
+    private readonly opts: FairSchedulerOptions,
+  ) {
+    if (!('taskapiScheduler' in redis)) redis.defineCommand('taskapiScheduler', { numberOfKeys: 1, lua: SCHEDULER_SCRIPT });
+    this.redis = redis as SchedulerRedis;
+    const prefix = opts.prefix ?? SCHEDULER_PREFIX;
+    this.key = `${prefix}tasks`;
+    this.common = [prefix, Math.min(opts.defaultCap, MAX_ACCOUNT_CAP), TASK_KINDS.join(',')];
+  }
+
+  private call(op: string, slots: { workerId: string; idle: IdleSlots } | undefined, ...args: Array<string | number>): Promise<unknown> {
+    const report = slots ? Object.entries(slots.idle).map(([kind, n]) => `${kind}=${Math.max(0, Math.floor(n))}`).join(',') : '';
+    return this.redis.taskapiScheduler(this.key, op, ...this.common, slots?.workerId ?? '', report, ...args);
+  }
+
+  /** Runs an operation that may release work, and adds what it released to the queues. */
+  private async releasing(op: string, slot: SlotReport | undefined, ...args: Array<string | number>): Promise<unknown> {
+    const slots = slot && { workerId: slot.workerId, idle: { [slot.kind]: slot.idle } };
+    return this.releasingFor(op, slots, ...args);
+  }
+
+  private async releasingFor(op: string, slots: { workerId: string; idle: IdleSlots } | undefined, ...args: Array<string | number>): Promise<unknown> {
+    const [released, skipped, answer] = (await this.call(op, slots, ...args)) as [Array<string | number>, string[], unknown];
+    if (skipped.length > 0) this.opts.onSkipped?.(skipped);
+    const runs = new Map<TaskKind, TaskRun[]>();
+    for (let i = 0; i + 4 < released.length; i += 5) {
+      const kind = String(released[i]);
+      if (!isTaskKind(kind)) continue;
+      const list = runs.get(kind) ?? [];
+      list.push({ publicId: String(released[i + 1]), accountId: String(released[i + 2]), release: Number(released[i + 3]), front: released[i + 4] === 1 });
+      runs.set(kind, list);
+    }
+    await Promise.all([...runs].map(([kind, list]) => this.queues.addRuns(kind, list)));
+    return answer;
+  }
+
+  async submit(kind: TaskKind, tasks: readonly NewTask[]): Promise<number> {
+    const args = tasks.flatMap((t) => [t.publicId, t.accountId, t.order, t.createdAt.getTime(), t.releasesUsed ?? 0]);
+    return Number(await this.releasing('submit', undefined, kind, ...args));
+  }
+
+  async started(run: TaskRunRef, slot?: SlotReport): Promise<void> {
+    await this.releasing('started', slot, run.kind, run.publicId, run.accountId, run.order, run.createdAt.getTime(), run.release);
+  }
+
+  async done(publicId: string, slot?: SlotReport): Promise<void> {
+    await this.releasing('done', slot, publicId);
+  }
+
+  async handBack(run: TaskRunRef, slot?: SlotReport): Promise<void> {
+    await this.releasing('handback', slot, run.publicId);
+  }
+
+  async retryLater(run: TaskRunRef, delayMs: number, slot?: SlotReport): Promise<void> {
+    await this.releasing('retry', slot, run.publicId, Math.max(0, Math.round(delayMs)));
+  }
+
+  async heartbeat(workerId: string, idle: IdleSlots): Promise<void> {
+    await this.releasingFor('heartbeat', { workerId, idle });
+  }
+
+  async leave(workerId: string): Promise<void> {
+    await this.releasingFor('leave', { workerId, idle: {} });
+  }
+
+  async cancel(kind: TaskKind, publicId: string): Promise<void> {
+    const answer = String(await this.releasing('cancel', undefined, publicId));
+    // Released but not started: its job leaves the queue now, unless a worker has just taken it
+    // (then that worker finds the task cancelled and lets it go).
+    const ready = /^r:(\d+)$/.exec(answer);
+    if (ready && (await this.queues.removeRun(kind, publicId, Number(ready[1])))) await this.done(publicId);
+  }
+
+  async tick(): Promise<void> {
+    await this.releasing('tick', undefined);
+  }
+
+  async setCaps(caps: ReadonlyMap<string, number>): Promise<number> {
+    const args = [...caps].flatMap(([account, cap]) => [account, Math.min(Math.max(1, Math.floor(cap)), MAX_ACCOUNT_CAP)]);
+    return Number(await this.releasing('caps', undefined, ...args));
+  }
+
+  async lookup(publicIds: readonly string[]): Promise<Map<string, SchedulerRecord>> {
+    const found = new Map<string, SchedulerRecord>();
+    if (publicIds.length === 0) return found;
+    const texts = (await this.call('lookup', undefined, ...publicIds)) as Array<string | null>;
+    texts.forEach((text, i) => {
+      const record = text === null ? undefined : parseRecord(text);
+      if (record) found.set(publicIds[i]!, record);
+    });
+    return found;
+  }
+
+  async inService(kind: TaskKind): Promise<string[]> {
+    return (await this.call('inservice', undefined, kind)) as string[];
+  }
+
+  async load(): Promise<Map<TaskKind, KindLoad>> {
+    const [rows, now] = (await this.call('inspect', undefined)) as [Array<[string, number, string, number, number, string]>, string];
+    const nowMs = Number(now);
+    const loads = new Map<TaskKind, KindLoad>();
+    for (const [kind, ready, oldestReady, runnable, held, oldestRunnable] of rows) {
+      if (!isTaskKind(kind)) continue;
+      const oldest = [Number(oldestReady), Number(oldestRunnable)].filter((ms) => ms > 0);
+      loads.set(kind, { ready, runnable, heldByCap: held, oldestWaitingCreatedMs: oldest.length ? Math.min(...oldest) : undefined, nowMs });
+    }
+    return loads;
+  }
+
+  async accountLoad(accountId: string): Promise<AccountLoad> {
+    const [running, maxRunning, ...waiting] = (await this.call('account', undefined, accountId)) as number[];
+    return { running: running ?? 0, maxRunning: maxRunning ?? this.opts.defaultCap, waiting: waiting.reduce((a, b) => a + b, 0) };
+  }
+}

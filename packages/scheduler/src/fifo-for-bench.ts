@@ -1,0 +1,62 @@
+import type { TaskKind } from '@taskapi/task-kinds';
+import type { TaskQueues } from '@taskapi/queue';
+import type { AccountLoad, KindLoad, NewTask, SchedulerRecord, TaskRunRef, TaskScheduler } from './task-scheduler';
+
+/**
+ * First in, first out, as before the fair scheduler: every task's job goes to its kind's queue when
+ * it is created, and workers take the oldest. Only `npm run bench` uses it (`BENCH_FIFO_SCHEDULING`,
+ * refused in production), to measure what fairness costs against it in the same run.
+ */
+export class FifoForBench implements TaskScheduler {
+  constructor(private readonly queues: Pick<TaskQueues, 'addRuns' | 'removeRun'>) {}
+
+  async submit(kind: TaskKind, tasks: readonly NewTask[]): Promise<number> {
+    await this.queues.addRuns(
+      kind,
+      tasks.map((t) => ({ publicId: t.publicId, accountId: t.accountId, release: (t.releasesUsed ?? 0) + 1 })),
+    );
+    return tasks.length;
+  }
+
+  async started(): Promise<void> {}
+
+  async done(): Promise<void> {}
+
+  async handBack(run: TaskRunRef): Promise<void> {
+    await this.queues.addRuns(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, front: true }]);
+  }
+
+  async retryLater(run: TaskRunRef, delayMs: number): Promise<void> {
+    await this.queues.addRuns(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, delayMs }]);
+  }
+
+  async cancel(kind: TaskKind, publicId: string): Promise<void> {
+    await this.queues.removeRun(kind, publicId, 1);
+  }
+
+  async tick(): Promise<void> {}
+
+  async heartbeat(): Promise<void> {}
+
+  async leave(): Promise<void> {}
+
+  async setCaps(): Promise<number> {
+    return 0;
+  }
+
+  async lookup(): Promise<Map<string, SchedulerRecord>> {
+    return new Map();
+  }
+
+  async inService(): Promise<string[]> {
+    return [];
+  }
+
+  async load(): Promise<Map<TaskKind, KindLoad>> {
+    return new Map();
+  }
+
+  async accountLoad(): Promise<AccountLoad> {
+    return { running: 0, maxRunning: 0, waiting: 0 };
+  }
+}

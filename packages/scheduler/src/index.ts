@@ -1,0 +1,25 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { Config } from '@taskapi/config';
+import type { TaskQueues } from '@taskapi/queue';
+import { FairScheduler } from './fair-scheduler';
+import { FifoForBench } from './fifo-for-bench';
+import type { TaskScheduler } from './task-scheduler';
+
+export { FairScheduler, MAX_ACCOUNT_CAP, SCHEDULER_PREFIX } from './fair-scheduler';
+export type { FairSchedulerOptions } from './fair-scheduler';
+export { FifoForBench } from './fifo-for-bench';
+export type { AccountLoad, IdleSlots, KindLoad, NewTask, SchedulerRecord, SlotReport, TaskRunRef, TaskScheduler } from './task-scheduler';
+
+/**
+ * The scheduler every service uses, as configured: the fair scheduler (first-in-first-out only
+ * under the bench's `BENCH_FIFO_SCHEDULING`).
+ */
+export function createTaskScheduler(
+  config: Pick<Config, 'accountMaxRunning' | 'benchFifoScheduling'>,
+  redis: Redis | Cluster,
+  queues: Pick<TaskQueues, 'addRuns' | 'removeRun'>,
+  onSkipped?: (publicIds: string[]) => void,
+): TaskScheduler {
+  if (config.benchFifoScheduling) return new FifoForBench(queues);
+  return new FairScheduler(redis, queues, { defaultCap: config.accountMaxRunning, onSkipped });
+}
