@@ -14,15 +14,17 @@
 //      dispatchers: tasks/s, time per stage, queue depths, the stage that saturates first.
 //   6. Dispatcher deliveries/s against a raw undici HTTPS POST + HMAC loop (same concurrency,
 //      bodies and receiver).
-//   7. With BENCH_REDIS_CLUSTER=1: read and pipeline again on a local 3-master Redis Cluster.
-//   8. Runtime: start-to-ready of each service built vs. through tsx, a worker's SIGTERM-to-exit
+//   7. Fair scheduling (fairness-figures.ts): pipeline tasks/s from one account and from 100 against
+//      first in, first out in the same run, and an account's wait behind another's burst.
+//   8. With BENCH_REDIS_CLUSTER=1: read and pipeline again on a local 3-master Redis Cluster.
+//   9. Runtime: start-to-ready of each service built vs. through tsx, a worker's SIGTERM-to-exit
 //      mid-video, and the API's resident memory (VmRSS) after all of the above.
 // It ends with one line per target: `target <name>: <measured> <comparison> <goal> met|MISSED`.
-// BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,runtime (any subset) runs some only.
+// BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,runtime (any subset) runs some only.
 // Services run as `npm run start:*` runs them: node on the built files (built first). The API
 // under test has a paid key with raised limits and a large balance. Figures are printed, never
 // asserted.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -35,11 +37,12 @@ import { createAccount } from '../services/api/src/domain/accounts';
 import { createKey } from '../services/api/src/domain/api-keys';
 import { createRepositories } from '../services/api/src/repositories';
 import { dispatcherFigures } from './dispatcher-figures';
+import { fairnessFigures } from './fairness-figures';
 import { hotStatementPlans, middleTaskOf, seedTasks } from './large-database';
 import { lightWebhookLatency, pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
-import { ROOT, startProcess, stop, waitUntilReady } from './processes';
+import { ROOT, startApi, startProcess, stop } from './processes';
 import { nowMs, startBenchReceiver } from './receiver';
-import { measureStartup, measureWorkerStop, rssMb, serviceCommand, type Service } from './runtime-figures';
+import { measureStartup, measureWorkerStop, rssMb, type Service } from './runtime-figures';
 import { formatTarget, median, percentile, type Target } from './stats';
 
 const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
@@ -56,6 +59,9 @@ const LIGHT_REQUESTS = num('BENCH_LIGHT_REQUESTS', 400, 150);
 const LIGHT_WEBHOOKS = num('BENCH_LIGHT_WEBHOOKS', 40, 15);
 const PIPELINE_TASKS = num('BENCH_PIPELINE_TASKS', 400, 200);
 const DELIVERIES = num('BENCH_DELIVERIES', 2000, 1000);
+const FAIRNESS_TASKS = num('BENCH_FAIRNESS_TASKS', 400, 200);
+const FAIRNESS_BURST = num('BENCH_FAIRNESS_BURST', 60, 40);
+const FAIRNESS_ACCOUNTS = 100;
 const DISPATCHER_CONCURRENCY = Number(process.env.BENCH_DISPATCHER_CONCURRENCY ?? 20);
 const PIPELINE_CONFIGS: Array<[workers: number, dispatchers: number]> = [
   [1, 1],
@@ -119,6 +125,23 @@ function row(cells: string[], widths: number[]): string {
 }
 
 const pct = (x: number) => `${x.toFixed(1)} %`;
+
+/** More accounts in the bench database, each with a paid key and a large balance (the fairness section's). */
+async function extraAccounts(url: string, env: NodeJS.ProcessEnv, n: number): Promise<string[]> {
+  const config = loadConfig({ ...env, DATABASE_URL: url });
+  const db = createDatabase({ url, poolSize: 4 });
+  try {
+    const repos = createRepositories(db);
+    const keys: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const account = await createAccount(repos, config.secretsKey, { email: `bench-${i}-${Date.now()}@example.test`, password: 'bench password', credits: 1_000_000_000 });
+      keys.push((await createKey({ keys: repos.keys, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' })).plaintext_key);
+    }
+    return keys;
+  } finally {
+    await db.close();
+  }
+}
 const ms = (x: number) => x.toFixed(1);
 
 /** A fresh, migrated database with the bench account (a large balance) and its paid key. */
@@ -150,23 +173,6 @@ function apiEnv(databaseUrl: string, redisUrl: string, port: number): NodeJS.Pro
     RATE_LIMIT_PAID_PER_DAY: '1000000000',
     DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? '10',
   });
-}
-
-async function startApi(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const [command, args] = serviceCommand('api', 'built');
-  const api = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  // Warnings and errors still reach the terminal; the access lines are read and dropped (a line
-  // split between two chunks is put together first).
-  let partial = '';
-  api.stdout?.on('data', (chunk: Buffer) => {
-    const end = chunk.lastIndexOf(10);
-    const complete = end === -1 ? '' : partial + chunk.subarray(0, end).toString();
-    partial = end === -1 ? partial + chunk.toString() : chunk.subarray(end + 1).toString();
-    if (!complete.includes('"level":"warn"') && !complete.includes('"level":"error"')) return;
-    for (const line of complete.split('\n')) if (/"level":"(warn|error)"/.test(line)) process.stderr.write(`api: ${line}\n`);
-  });
-  await waitUntilReady(`http://127.0.0.1:${env.PORT}/readyz`);
-  return api;
 }
 
 async function createOne(base: string, key: string): Promise<string> {
@@ -300,7 +306,7 @@ async function clusterFigures(env: NodeJS.ProcessEnv, ctx: PipelineContext, read
     await load('warm-up', { url: `${base}${readPath}`, headers }, 2);
     const read = await load('GET /api/tasks/{id} on the cluster', { url: `${base}${readPath}`, headers });
     const p = await pipelineRun({ ...ctx, base, env: { ...ctx.env, REDIS_CLUSTER_NODES: cluster.nodes }, redisUrl: undefined, apiPid: api.pid! }, { workers: 1, dispatchers: 1, tasks: PIPELINE_TASKS });
-    console.log('\nRedis Cluster (3 local masters) vs. single node:');
+    console.log('\n8. Redis Cluster (3 local masters) vs. single node:');
     const widths = [34, 14, 14];
     console.log(row(['figure', 'single node', 'cluster'], widths));
     console.log(row(['GET /api/tasks/{id} req/s', single.read.toFixed(0), read.rps.toFixed(0)], widths));
@@ -313,8 +319,8 @@ async function clusterFigures(env: NodeJS.ProcessEnv, ctx: PipelineContext, read
   }
 }
 
-/** Sections run (BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,runtime; default all). */
-const SECTIONS = ['size', 'express', 'light', 'webhook', 'pipeline', 'dispatcher', 'runtime'] as const;
+/** Sections run (BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,runtime; default all). */
+const SECTIONS = ['size', 'express', 'light', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'runtime'] as const;
 const ONLY = new Set((process.env.BENCH_ONLY ?? SECTIONS.join(',')).split(',').map((x) => x.trim()));
 const runs = (section: (typeof SECTIONS)[number]) => ONLY.has(section);
 
@@ -506,11 +512,40 @@ async function main(): Promise<void> {
     }
     await receiver.close();
 
+    // 7. Fair scheduling against first in, first out.
+    if (runs('fairness')) {
+      const keys = [main.key, ...(await extraAccounts(BENCH_DB, env, FAIRNESS_ACCOUNTS - 1))];
+      const f = await fairnessFigures(
+        { env: servicesEnv, pool: main.db.pool, keys, redis: { fair: withRedisDb(BENCH_REDIS, 12), fifo: withRedisDb(BENCH_REDIS, 13) } },
+        { tasks: FAIRNESS_TASKS, rounds: ROUNDS, burst: FAIRNESS_BURST },
+      );
+      console.log(
+        `\n7. Fair scheduling vs. first in, first out: ${FAIRNESS_TASKS} image tasks (64x64) per run by 16 concurrent clients, one worker process ` +
+          `(concurrency 4) per mode, first creation → last finish, median of ${ROUNDS} interleaved rounds:`,
+      );
+      const widths = [34, 12, 12, 12];
+      console.log(row(['tasks/s', 'FIFO', 'fair', 'fair costs'], widths));
+      console.log(row(['one account', f.one.fifo.toFixed(0), f.one.fair.toFixed(0), pct(f.overheadOne)], widths));
+      console.log(row([`${FAIRNESS_ACCOUNTS} accounts (round robin)`, f.many.fifo.toFixed(0), f.many.fair.toFixed(0), pct(f.overheadMany)], widths));
+      for (const m of ['fifo', 'fair'] as const) {
+        const w = f.wait[m];
+        console.log(
+          `   ${m === 'fair' ? 'fair' : 'FIFO'}: B's one task, created after A's burst of ${w.burst} (512x512), started ${w.bWaitMs.toFixed(0)} ms after its creation ` +
+            `= ${(w.bWaitMs / w.runMs).toFixed(1)} run times (A's median run ${w.runMs.toFixed(0)} ms).`,
+        );
+      }
+      console.log(`(${elapsed()})`);
+      targets.push(
+        { name: 'fairness-overhead', measured: Math.max(f.overheadOne, f.overheadMany), comparison: '<=', goal: 5, unit: ' % fewer tasks/s than FIFO' },
+        { name: 'fairness-wait', measured: f.wait.fair.bWaitMs / f.wait.fair.runMs, comparison: '<=', goal: 2, unit: ' task run times', decimals: 2 },
+      );
+    }
+
     if (process.env.BENCH_REDIS_CLUSTER === '1' && vs && pipelineRuns[0]) {
       await clusterFigures(env, { ...ctx, receiver: await startBenchReceiver() }, new URL(readUrl).pathname, { read: vs.read, readP99: vs.readP99, pipeline: pipelineRuns[0] });
     }
 
-    // 8. Runtime.
+    // 9. Runtime.
     if (runs('runtime')) {
       const runtimeEnv = { ...servicesEnv, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', PORT: String(await freePort()) };
       let workerStop: string;
@@ -521,7 +556,7 @@ async function main(): Promise<void> {
         workerStop = `not measured (${(err as Error).message}; see the worker's log line above)`;
       }
       const startup = await measureStartup(runtimeEnv);
-      console.log('\n8. Runtime (median of 3 starts each; ready = the service logged that it is listening/started):');
+      console.log('\n9. Runtime (median of 3 starts each; ready = the service logged that it is listening/started):');
       console.log(row(['service', 'built ms', 'tsx ms'], [20, 10, 10]));
       for (const s of startup) console.log(row([s.service as Service, s.builtMs.toFixed(0), s.tsxMs.toFixed(0)], [20, 10, 10]));
       console.log(`   Worker SIGTERM → exit with a 10 s MP4 video encoding: ${workerStop}.`);
@@ -542,7 +577,7 @@ async function main(): Promise<void> {
     await large?.db.close();
   }
   // In the order of the issue's table.
-  const order = ['read-vs-express', 'create-vs-express', 'create-p99', 'create-light-p50', 'dispatcher-vs-raw', 'webhook-light-p50', 'api-rss'];
+  const order = ['read-vs-express', 'create-vs-express', 'create-p99', 'create-light-p50', 'dispatcher-vs-raw', 'webhook-light-p50', 'api-rss', 'fairness-overhead', 'fairness-wait'];
   const rank = (t: Target) => (order.includes(t.name) ? order.indexOf(t.name) : order.length);
   console.log('');
   for (const t of [...targets].sort((a, b) => rank(a) - rank(b))) console.log(formatTarget(t));

@@ -57,3 +57,20 @@ export async function stop(child: ChildProcess): Promise<void> {
     child.kill('SIGTERM');
   });
 }
+
+/** Starts the built API; resolves when /readyz answers. Its warnings and errors reach the terminal, its access lines are drained. */
+export async function startApi(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const [command, args] = serviceCommand('api', 'built');
+  const api = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // A line split between two chunks is put together first.
+  let partial = '';
+  api.stdout?.on('data', (chunk: Buffer) => {
+    const end = chunk.lastIndexOf(10);
+    const complete = end === -1 ? '' : partial + chunk.subarray(0, end).toString();
+    partial = end === -1 ? partial + chunk.toString() : chunk.subarray(end + 1).toString();
+    if (!complete.includes('"level":"warn"') && !complete.includes('"level":"error"')) return;
+    for (const line of complete.split('\n')) if (/"level":"(warn|error)"/.test(line)) process.stderr.write(`api: ${line}\n`);
+  });
+  await waitUntilReady(`http://127.0.0.1:${env.PORT}/readyz`);
+  return api;
+}

@@ -13,7 +13,7 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))] as number;
 }
 
-export type Comparison = '>=' | '<';
+export type Comparison = '>=' | '<' | '<=';
 
 /** One goal of the table: a measured figure against a bound, in one unit. */
 export interface Target {
@@ -28,7 +28,7 @@ export interface Target {
 }
 
 export function targetMet(t: Target): boolean {
-  return t.comparison === '>=' ? t.measured >= t.goal : t.measured < t.goal;
+  return t.comparison === '>=' ? t.measured >= t.goal : t.comparison === '<=' ? t.measured <= t.goal : t.measured < t.goal;
 }
 
 /**

@@ -1,0 +1,153 @@
+// Section `fairness` of `npm run bench` (docs/fair-scheduling.md): what fair scheduling costs and
+// what it buys, against first in, first out in the same run. Each mode is an API and one worker
+// process (concurrency 4) on a Redis database of its own; FIFO is the bench-only
+// BENCH_FIFO_SCHEDULING (production refuses it). Both modes run with NODE_ENV=test, which the
+// FIFO switch needs; it changes nothing on these paths.
+//   - pipeline tasks/s: N image tasks (64x64, no callback) created by 16 concurrent clients, from
+//     one account and from 100 accounts, creation of the first → the last one finished (the
+//     database's clock); rounds interleaved fifo, fair, fifo, …;
+//   - B's wait: account A creates a burst of 512x512 image tasks, then account B creates one: how
+//     long B's waited to start, against the median run time of A's tasks.
+import type { ChildProcess } from 'node:child_process';
+import type pg from 'pg';
+import { claimRedisDb, freePort } from '@taskapi/testing';
+import { startApi, startBuilt, stop } from './processes';
+import { median } from './stats';
+
+export type Mode = 'fair' | 'fifo';
+
+export interface FairnessContext {
+  /** The services' environment (DATABASE_URL, secrets, …). */
+  env: NodeJS.ProcessEnv;
+  pool: pg.Pool;
+  /** Paid keys of 100 accounts with large balances; the first is the one-account runs'. */
+  keys: string[];
+  /** A Redis database per mode, emptied before each start. */
+  redis: Record<Mode, string>;
+}
+
+export interface FairnessFigures {
+  /** Median tasks/s per mode, for one account and for 100. */
+  one: Record<Mode, number>;
+  many: Record<Mode, number>;
+  /** Median over rounds of (FIFO − fair) / FIFO, in %: positive = fair is slower. */
+  overheadOne: number;
+  overheadMany: number;
+  /** B's wait to start behind A's burst, and A's median run time, per mode (ms). */
+  wait: Record<Mode, { bWaitMs: number; runMs: number; burst: number }>;
+}
+
+const CREATORS = 16;
+const CONCURRENCY = 4;
+
+async function startMode(ctx: FairnessContext, mode: Mode): Promise<{ base: string; children: ChildProcess[] }> {
+  await claimRedisDb(ctx.redis[mode]);
+  const port = await freePort();
+  const env = {
+    ...ctx.env,
+    NODE_ENV: 'test',
+    REDIS_URL: ctx.redis[mode],
+    PORT: String(port),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    BENCH_FIFO_SCHEDULING: mode === 'fifo' ? 'true' : 'false',
+    WORKER_KINDS: 'image-generation',
+    WORKER_CONCURRENCY: String(CONCURRENCY),
+  };
+  const api = await startApi(env);
+  const worker = await startBuilt('worker', env);
+  return { base: `http://127.0.0.1:${port}`, children: [api, worker] };
+}
+
+async function create(base: string, key: string, size: number): Promise<string> {
+  const res = await fetch(`${base}/api/tasks/image-generation`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'fairness', width: size, height: size }),
+  });
+  if (res.status !== 201) throw new Error(`creation answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { public_id: string }).public_id;
+}
+
+async function waitForCompletion(pool: pg.Pool, ids: string[]): Promise<void> {
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM tasks WHERE public_id = ANY($1) AND status IN (20, 30, 40)', [ids]);
+    if (rows[0]!.n === ids.length) return;
+    if (Date.now() > deadline) throw new Error(`${ids.length - rows[0]!.n} of ${ids.length} tasks did not finish`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Tasks/s from the first creation to the last finish, both by the database's clock. */
+async function pipeline(ctx: FairnessContext, base: string, keys: string[], n: number): Promise<number> {
+  const ids: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CREATORS }, async () => {
+      while (next < n) {
+        const i = next++;
+        ids.push(await create(base, keys[i % keys.length]!, 64));
+      }
+    }),
+  );
+  await waitForCompletion(ctx.pool, ids);
+  const { rows } = await ctx.pool.query<{ seconds: number }>(
+    'SELECT extract(epoch FROM max(finished_at) - min(created_at))::float8 AS seconds FROM tasks WHERE public_id = ANY($1)',
+    [ids],
+  );
+  return n / rows[0]!.seconds;
+}
+
+/** A's burst, then B's one task: B's wait to start and A's median run time (ms). */
+async function burstWait(ctx: FairnessContext, base: string, burst: number): Promise<{ bWaitMs: number; runMs: number; burst: number }> {
+  const [a, b] = [ctx.keys[0]!, ctx.keys[1]!];
+  const ofA: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CREATORS }, async () => {
+      while (next < burst) {
+        next++;
+        ofA.push(await create(base, a, 512));
+      }
+    }),
+  );
+  const ofB = await create(base, b, 512);
+  await waitForCompletion(ctx.pool, [...ofA, ofB]);
+  const { rows } = await ctx.pool.query<{ public_id: string; wait_ms: number; run_ms: number }>(
+    `SELECT public_id, extract(epoch FROM started_at - created_at)::float8 * 1000 AS wait_ms,
+            extract(epoch FROM finished_at - started_at)::float8 * 1000 AS run_ms
+       FROM tasks WHERE public_id = ANY($1)`,
+    [[...ofA, ofB]],
+  );
+  return {
+    bWaitMs: rows.find((r) => r.public_id === ofB)!.wait_ms,
+    runMs: median(rows.filter((r) => r.public_id !== ofB).map((r) => r.run_ms)),
+    burst,
+  };
+}
+
+export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: number; rounds: number; burst: number }): Promise<FairnessFigures> {
+  const modes: Mode[] = ['fifo', 'fair'];
+  const tasksPerSecond = { one: { fair: [] as number[], fifo: [] as number[] }, many: { fair: [] as number[], fifo: [] as number[] } };
+  const wait = {} as FairnessFigures['wait'];
+  const running = Object.fromEntries(await Promise.all(modes.map(async (m) => [m, await startMode(ctx, m)] as const))) as Record<Mode, { base: string; children: ChildProcess[] }>;
+  try {
+    // Warm-up: both modes' processes, JIT and pools.
+    for (const m of modes) await pipeline(ctx, running[m].base, ctx.keys, 100);
+    for (let r = 0; r < opts.rounds; r++) {
+      for (const m of modes) tasksPerSecond.one[m].push(await pipeline(ctx, running[m].base, ctx.keys.slice(0, 1), opts.tasks));
+      for (const m of modes) tasksPerSecond.many[m].push(await pipeline(ctx, running[m].base, ctx.keys, opts.tasks));
+    }
+    for (const m of modes) wait[m] = await burstWait(ctx, running[m].base, opts.burst);
+  } finally {
+    await Promise.all(modes.flatMap((m) => running[m].children.map(stop)));
+  }
+  const overhead = (xs: { fair: number[]; fifo: number[] }) => median(xs.fifo.map((f, i) => (100 * (f - xs.fair[i]!)) / f));
+  return {
+    one: { fair: median(tasksPerSecond.one.fair), fifo: median(tasksPerSecond.one.fifo) },
+    many: { fair: median(tasksPerSecond.many.fair), fifo: median(tasksPerSecond.many.fifo) },
+    overheadOne: overhead(tasksPerSecond.one),
+    overheadMany: overhead(tasksPerSecond.many),
+    wait,
+  };
+}
