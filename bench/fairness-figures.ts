@@ -1,7 +1,7 @@
 // Section `fairness` of `npm run bench` (docs/fair-scheduling.md): what fair scheduling costs and
 // what it buys, against first in, first out in the same run. Each mode is an API and one worker
-// process (concurrency 4) on a Redis database of its own; FIFO is the bench-only
-// BENCH_FIFO_SCHEDULING (production refuses it). Both modes run with NODE_ENV=test, which the
+// process (concurrency 4) on a Redis database of its own: `fair` as shipped, and `fifo`, the
+// bench-only BENCH_FIFO_SCHEDULING (production refuses it). Both run with NODE_ENV=test, which the
 // FIFO switch needs; it changes nothing on these paths.
 //   - pipeline tasks/s: N image tasks (64x64, no callback) created by 16 concurrent clients, from
 //     one account and from 100 accounts, creation of the first → the last one finished (the
@@ -10,11 +10,14 @@
 //     long B's waited to start, against the median run time of A's tasks.
 import type { ChildProcess } from 'node:child_process';
 import type pg from 'pg';
+import { Redis } from 'ioredis';
 import { claimRedisDb, freePort } from '@taskapi/testing';
 import { startApi, startBuilt, stop } from './processes';
+import { cpuMs } from './runtime-figures';
 import { median } from './stats';
 
 export type Mode = 'fair' | 'fifo';
+export const MODES: readonly Mode[] = ['fifo', 'fair'];
 
 export interface FairnessContext {
   /** The services' environment (DATABASE_URL, secrets, …). */
@@ -30,9 +33,11 @@ export interface FairnessFigures {
   /** Median tasks/s per mode, for one account and for 100. */
   one: Record<Mode, number>;
   many: Record<Mode, number>;
-  /** Median over rounds of (FIFO − fair) / FIFO, in %: positive = fair is slower. */
-  overheadOne: number;
-  overheadMany: number;
+  /** Per mode, the median over rounds of (FIFO − mode) / FIFO, in %: positive = slower than FIFO. */
+  overheadOne: Record<Mode, number>;
+  overheadMany: Record<Mode, number>;
+  /** CPU ms per task (median over the 100-account rounds) of the API, the worker and the Redis server, per mode. */
+  cpu: Record<Mode, { api: number; worker: number; redis: number }>;
   /** B's wait to start behind A's burst, and A's median run time, per mode (ms). */
   wait: Record<Mode, { bWaitMs: number; runMs: number; burst: number }>;
 }
@@ -40,7 +45,25 @@ export interface FairnessFigures {
 const CREATORS = 16;
 const CONCURRENCY = 4;
 
-async function startMode(ctx: FairnessContext, mode: Mode): Promise<{ base: string; children: ChildProcess[] }> {
+interface Running {
+  base: string;
+  api: ChildProcess;
+  worker: ChildProcess;
+}
+
+/** The Redis server's own CPU time (ms), from INFO: what every command of every client cost it. */
+async function redisCpuMs(url: string): Promise<number> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    const info = await redis.info('cpu');
+    const value = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+    return (value('used_cpu_sys') + value('used_cpu_user')) * 1000;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function startMode(ctx: FairnessContext, mode: Mode): Promise<Running> {
   await claimRedisDb(ctx.redis[mode]);
   const port = await freePort();
   const env = {
@@ -55,7 +78,7 @@ async function startMode(ctx: FairnessContext, mode: Mode): Promise<{ base: stri
   };
   const api = await startApi(env);
   const worker = await startBuilt('worker', env);
-  return { base: `http://127.0.0.1:${port}`, children: [api, worker] };
+  return { base: `http://127.0.0.1:${port}`, api, worker };
 }
 
 async function create(base: string, key: string, size: number): Promise<string> {
@@ -78,8 +101,10 @@ async function waitForCompletion(pool: pg.Pool, ids: string[]): Promise<void> {
   }
 }
 
-/** Tasks/s from the first creation to the last finish, both by the database's clock. */
-async function pipeline(ctx: FairnessContext, base: string, keys: string[], n: number): Promise<number> {
+/** Tasks/s from the first creation to the last finish (both by the database's clock), and CPU ms per task. */
+async function pipeline(ctx: FairnessContext, mode: Running, keys: string[], n: number, redisUrl: string): Promise<{ tasksPerSecond: number; cpu: { api: number; worker: number; redis: number } }> {
+  const base = mode.base;
+  const before = { api: cpuMs(mode.api.pid!), worker: cpuMs(mode.worker.pid!), redis: await redisCpuMs(redisUrl) };
   const ids: string[] = [];
   let next = 0;
   await Promise.all(
@@ -95,7 +120,12 @@ async function pipeline(ctx: FairnessContext, base: string, keys: string[], n: n
     'SELECT extract(epoch FROM max(finished_at) - min(created_at))::float8 AS seconds FROM tasks WHERE public_id = ANY($1)',
     [ids],
   );
-  return n / rows[0]!.seconds;
+  const cpu = {
+    api: (cpuMs(mode.api.pid!) - before.api) / n,
+    worker: (cpuMs(mode.worker.pid!) - before.worker) / n,
+    redis: ((await redisCpuMs(redisUrl)) - before.redis) / n,
+  };
+  return { tasksPerSecond: n / rows[0]!.seconds, cpu };
 }
 
 /** A's burst, then B's one task: B's wait to start and A's median run time (ms). */
@@ -127,27 +157,44 @@ async function burstWait(ctx: FairnessContext, base: string, burst: number): Pro
 }
 
 export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: number; rounds: number; burst: number }): Promise<FairnessFigures> {
-  const modes: Mode[] = ['fifo', 'fair'];
-  const tasksPerSecond = { one: { fair: [] as number[], fifo: [] as number[] }, many: { fair: [] as number[], fifo: [] as number[] } };
+  const perMode = <T>(f: () => T) => Object.fromEntries(MODES.map((m) => [m, f()])) as Record<Mode, T>;
+  const tasksPerSecond = { one: perMode(() => [] as number[]), many: perMode(() => [] as number[]) };
+  const cpu = perMode(() => [] as Array<{ api: number; worker: number; redis: number }>);
   const wait = {} as FairnessFigures['wait'];
-  const running = Object.fromEntries(await Promise.all(modes.map(async (m) => [m, await startMode(ctx, m)] as const))) as Record<Mode, { base: string; children: ChildProcess[] }>;
+  const running = {} as Record<Mode, Running>;
   try {
-    // Warm-up: both modes' processes, JIT and pools.
-    for (const m of modes) await pipeline(ctx, running[m].base, ctx.keys, 100);
+    for (const m of MODES) running[m] = await startMode(ctx, m);
+    const run = (m: Mode, keys: string[], n: number) => pipeline(ctx, running[m], keys, n, ctx.redis[m]);
+    // Warm-up: every mode's processes, JIT and pools.
+    for (const m of MODES) await run(m, ctx.keys, 100);
     for (let r = 0; r < opts.rounds; r++) {
-      for (const m of modes) tasksPerSecond.one[m].push(await pipeline(ctx, running[m].base, ctx.keys.slice(0, 1), opts.tasks));
-      for (const m of modes) tasksPerSecond.many[m].push(await pipeline(ctx, running[m].base, ctx.keys, opts.tasks));
+      for (const m of MODES) tasksPerSecond.one[m].push((await run(m, ctx.keys.slice(0, 1), opts.tasks)).tasksPerSecond);
+      for (const m of MODES) {
+        const many = await run(m, ctx.keys, opts.tasks);
+        tasksPerSecond.many[m].push(many.tasksPerSecond);
+        cpu[m].push(many.cpu);
+      }
     }
-    for (const m of modes) wait[m] = await burstWait(ctx, running[m].base, opts.burst);
+    for (const m of MODES) wait[m] = await burstWait(ctx, running[m].base, opts.burst);
   } finally {
-    await Promise.all(modes.flatMap((m) => running[m].children.map(stop)));
+    await Promise.all(Object.values(running).flatMap((r) => [stop(r.api), stop(r.worker)]));
   }
-  const overhead = (xs: { fair: number[]; fifo: number[] }) => median(xs.fifo.map((f, i) => (100 * (f - xs.fair[i]!)) / f));
+  const overhead = (xs: Record<Mode, number[]>) => perModeOf((m) => median(xs.fifo.map((f, i) => (100 * (f - xs[m][i]!)) / f)));
+  const cpuOf = (xs: Array<{ api: number; worker: number; redis: number }>) => ({
+    api: median(xs.map((x) => x.api)),
+    worker: median(xs.map((x) => x.worker)),
+    redis: median(xs.map((x) => x.redis)),
+  });
   return {
-    one: { fair: median(tasksPerSecond.one.fair), fifo: median(tasksPerSecond.one.fifo) },
-    many: { fair: median(tasksPerSecond.many.fair), fifo: median(tasksPerSecond.many.fifo) },
+    one: perModeOf((m) => median(tasksPerSecond.one[m])),
+    many: perModeOf((m) => median(tasksPerSecond.many[m])),
     overheadOne: overhead(tasksPerSecond.one),
     overheadMany: overhead(tasksPerSecond.many),
+    cpu: perModeOf((m) => cpuOf(cpu[m])),
     wait,
   };
+}
+
+function perModeOf<T>(f: (m: Mode) => T): Record<Mode, T> {
+  return Object.fromEntries(MODES.map((m) => [m, f(m)])) as Record<Mode, T>;
 }

@@ -383,7 +383,8 @@ describe('fair share, caps and recovery (one Redis server)', () => {
 
     const worker = await system.workerProcess({ WORKER_CONCURRENCY: '2' });
     await waitFor(() => system.model.inFlight().length === 2, { what: 'two old jobs running' });
-    expect(await system.api.deps.scheduler.accountLoad(a.account.id)).toMatchObject({ running: 2 });
+    // Their starts are reported with the worker's next call to the scheduler, within moments.
+    await waitFor(async () => (await system.api.deps.scheduler.accountLoad(a.account.id)).running === 2, { timeoutMs: 2_000, what: 'the old jobs counted' });
 
     // Tasks of this release: the first is released at once (the old jobs are not the scheduler's),
     // the second waits in B's line with a corrupt entry. It is skipped when B's turn comes, the

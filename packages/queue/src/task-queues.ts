@@ -32,15 +32,15 @@ export function createTaskQueues(connection: Redis | Cluster): TaskQueues {
   return {
     queues,
     async addRuns(kind, runs) {
-      if (runs.length === 0) return;
       const schema = TASK_QUEUES[kind].schema;
-      await queues[kind].addBulk(
-        runs.map((run) => ({
-          name: kind,
-          data: schema.parse({ public_id: run.publicId, account_id: run.accountId, release: run.release }),
-          opts: { jobId: taskJobId(run.publicId, run.release), ...(run.delayMs ? { delay: run.delayMs } : {}), ...(run.front ? { lifo: true } : {}) },
-        })),
-      );
+      const jobs = runs.map((run) => ({
+        name: kind,
+        data: schema.parse({ public_id: run.publicId, account_id: run.accountId, release: run.release }),
+        opts: { jobId: taskJobId(run.publicId, run.release), ...(run.delayMs ? { delay: run.delayMs } : {}), ...(run.front ? { lifo: true } : {}) },
+      }));
+      // One job (a freed slot's next task, the usual case) without addBulk's MULTI.
+      if (jobs.length === 1) await queues[kind].add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
+      else if (jobs.length > 1) await queues[kind].addBulk(jobs);
     },
     async removeRun(kind, publicId, release) {
       return (await queues[kind].remove(taskJobId(publicId, release))) === 1;

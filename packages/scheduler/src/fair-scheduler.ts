@@ -2,7 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { TASK_KINDS, isTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import type { TaskQueues, TaskRun } from '@taskapi/queue';
 import { SCHEDULER_SCRIPT } from './script';
-import type { AccountLoad, IdleSlots, KindLoad, NewTask, SchedulerRecord, SlotReport, TaskRunRef, TaskScheduler } from './task-scheduler';
+import type { AccountLoad, KindLoad, NewTask, SchedulerRecord, TaskRunRef, TaskScheduler, WorkerReport } from './task-scheduler';
 
 /** Every scheduling key starts with this; its hash tag keeps them in one Redis Cluster slot. */
 export const SCHEDULER_PREFIX = 'taskapi:{sched}:';
@@ -53,19 +53,25 @@ export class FairScheduler implements TaskScheduler {
     this.common = [prefix, Math.min(opts.defaultCap, MAX_ACCOUNT_CAP), TASK_KINDS.join(',')];
   }
 
-  private call(op: string, slots: { workerId: string; idle: IdleSlots } | undefined, ...args: Array<string | number>): Promise<unknown> {
-    const report = slots ? Object.entries(slots.idle).map(([kind, n]) => `${kind}=${Math.max(0, Math.floor(n))}`).join(',') : '';
-    return this.redis.taskapiScheduler(this.key, op, ...this.common, slots?.workerId ?? '', report, ...args);
+  private call(op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<unknown> {
+    if (!report) return this.redis.taskapiScheduler(this.key, op, ...this.common, '', '', 0, ...args);
+    const idle = Object.entries(report.idle)
+      .map(([kind, n]) => `${kind}=${Math.max(0, Math.floor(n))}`)
+      .join(',');
+    const starts = report.started.flatMap((r) => [r.kind, r.publicId, r.accountId, r.order, r.createdAt.getTime(), r.release]);
+    return this.redis.taskapiScheduler(this.key, op, ...this.common, report.workerId, idle, report.started.length, ...starts, ...args);
   }
 
   /** Runs an operation that may release work, and adds what it released to the queues. */
-  private async releasing(op: string, slot: SlotReport | undefined, ...args: Array<string | number>): Promise<unknown> {
-    const slots = slot && { workerId: slot.workerId, idle: { [slot.kind]: slot.idle } };
-    return this.releasingFor(op, slots, ...args);
+  private async releasing(op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<unknown> {
+    const { answer, queued } = await this.releasingInBackground(op, report, ...args);
+    await queued;
+    return answer;
   }
 
-  private async releasingFor(op: string, slots: { workerId: string; idle: IdleSlots } | undefined, ...args: Array<string | number>): Promise<unknown> {
-    const [released, skipped, answer] = (await this.call(op, slots, ...args)) as [Array<string | number>, string[], unknown];
+  /** `releasing`, answering once the scheduler has decided; `queued` settles when the released runs' jobs are added. */
+  private async releasingInBackground(op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<{ answer: unknown; queued: Promise<void> }> {
+    const [released, skipped, answer] = (await this.call(op, report, ...args)) as [Array<string | number>, string[], unknown];
     if (skipped.length > 0) this.opts.onSkipped?.(skipped);
     const runs = new Map<TaskKind, TaskRun[]>();
     for (let i = 0; i + 4 < released.length; i += 5) {
@@ -75,37 +81,36 @@ export class FairScheduler implements TaskScheduler {
       list.push({ publicId: String(released[i + 1]), accountId: String(released[i + 2]), release: Number(released[i + 3]), front: released[i + 4] === 1 });
       runs.set(kind, list);
     }
-    await Promise.all([...runs].map(([kind, list]) => this.queues.addRuns(kind, list)));
-    return answer;
+    const queued = runs.size === 0 ? Promise.resolve() : Promise.all([...runs].map(([kind, list]) => this.queues.addRuns(kind, list))).then(() => undefined);
+    return { answer, queued };
   }
 
-  async submit(kind: TaskKind, tasks: readonly NewTask[]): Promise<number> {
+  async submit(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<number> {
     const args = tasks.flatMap((t) => [t.publicId, t.accountId, t.order, t.createdAt.getTime(), t.releasesUsed ?? 0]);
-    return Number(await this.releasing('submit', undefined, kind, ...args));
+    const { answer, queued } = await this.releasingInBackground('submit', undefined, kind, ...args);
+    if (opts.queued) opts.queued(queued);
+    else await queued;
+    return Number(answer);
   }
 
-  async started(run: TaskRunRef, slot?: SlotReport): Promise<void> {
-    await this.releasing('started', slot, run.kind, run.publicId, run.accountId, run.order, run.createdAt.getTime(), run.release);
+  async report(report: WorkerReport): Promise<void> {
+    await this.releasing('report', report);
   }
 
-  async done(publicId: string, slot?: SlotReport): Promise<void> {
-    await this.releasing('done', slot, publicId);
+  async done(publicId: string, report?: WorkerReport): Promise<void> {
+    await this.releasing('done', report, publicId);
   }
 
-  async handBack(run: TaskRunRef, slot?: SlotReport): Promise<void> {
-    await this.releasing('handback', slot, run.publicId);
+  async handBack(run: TaskRunRef, report?: WorkerReport): Promise<void> {
+    await this.releasing('handback', report, run.publicId);
   }
 
-  async retryLater(run: TaskRunRef, delayMs: number, slot?: SlotReport): Promise<void> {
-    await this.releasing('retry', slot, run.publicId, Math.max(0, Math.round(delayMs)));
-  }
-
-  async heartbeat(workerId: string, idle: IdleSlots): Promise<void> {
-    await this.releasingFor('heartbeat', { workerId, idle });
+  async retryLater(run: TaskRunRef, delayMs: number, report?: WorkerReport): Promise<void> {
+    await this.releasing('retry', report, run.publicId, Math.max(0, Math.round(delayMs)));
   }
 
   async leave(workerId: string): Promise<void> {
-    await this.releasingFor('leave', { workerId, idle: {} });
+    await this.releasing('leave', { workerId, idle: {}, started: [] });
   }
 
   async cancel(kind: TaskKind, publicId: string): Promise<void> {
@@ -141,13 +146,12 @@ export class FairScheduler implements TaskScheduler {
   }
 
   async load(): Promise<Map<TaskKind, KindLoad>> {
-    const [rows, now] = (await this.call('inspect', undefined)) as [Array<[string, number, string, number, number, string]>, string];
+    const [rows, now] = (await this.call('inspect', undefined)) as [Array<[string, number, number, string]>, string];
     const nowMs = Number(now);
     const loads = new Map<TaskKind, KindLoad>();
-    for (const [kind, ready, oldestReady, runnable, held, oldestRunnable] of rows) {
+    for (const [kind, runnable, held, oldest] of rows) {
       if (!isTaskKind(kind)) continue;
-      const oldest = [Number(oldestReady), Number(oldestRunnable)].filter((ms) => ms > 0);
-      loads.set(kind, { ready, runnable, heldByCap: held, oldestWaitingCreatedMs: oldest.length ? Math.min(...oldest) : undefined, nowMs });
+      loads.set(kind, { runnable, heldByCap: held, oldestWaitingCreatedMs: Number(oldest) > 0 ? Number(oldest) : undefined, nowMs });
     }
     return loads;
   }

@@ -11,6 +11,7 @@ export class FifoForBench implements TaskScheduler {
   constructor(private readonly queues: Pick<TaskQueues, 'addRuns' | 'removeRun'>) {}
 
   async submit(kind: TaskKind, tasks: readonly NewTask[]): Promise<number> {
+    // As before the scheduler: the creation answers once its job is added.
     await this.queues.addRuns(
       kind,
       tasks.map((t) => ({ publicId: t.publicId, accountId: t.accountId, release: (t.releasesUsed ?? 0) + 1 })),
@@ -18,7 +19,7 @@ export class FifoForBench implements TaskScheduler {
     return tasks.length;
   }
 
-  async started(): Promise<void> {}
+  async report(): Promise<void> {}
 
   async done(): Promise<void> {}
 
@@ -35,8 +36,6 @@ export class FifoForBench implements TaskScheduler {
   }
 
   async tick(): Promise<void> {}
-
-  async heartbeat(): Promise<void> {}
 
   async leave(): Promise<void> {}
 

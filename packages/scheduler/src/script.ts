@@ -5,8 +5,9 @@
 //
 // A task the scheduler knows is one field of the records hash, `state|kind|account|order|release|created`:
 //   p  pending: in its account's line of its kind (`line:<kind>:<account>`, scored by order)
-//   r  ready: released to its kind's BullMQ queue (job id from the release number), not started yet
-//   a  active: a worker runs it
+//   r  released: its job (id from the release number) is in its kind's BullMQ queue, or its run has
+//      started and the worker has not reported that yet (starts are reported with the next call)
+//   a  active: a worker runs it (reported)
 //   d  delayed: waiting to be retried after a transient failure (`delayed`, scored by when)
 // r, a and d are "in service": they count against the account's cap (`running`) and its share of
 // the kind (`running:<kind>`), and are listed in `inservice:<kind>`; r are also in `ready:<kind>`.
@@ -21,13 +22,16 @@
 // Tasks are released for idle worker slots only, so the choice is made when a slot frees (the
 // finishing run reports it before its job ends, and BullMQ hands that slot the released job), not
 // when the task was created. Each worker reports its idle slots per kind (`slots:<kind>`, a field
-// per worker) with every start and end and a heartbeat (`workers`, last seen); a worker silent for
-// WORKER_TTL_MS (crashed) no longer counts. A kind's demand is its idle slots minus its ready tasks.
+// per worker: slots not running a reported start) with each call and a heartbeat (`workers`, last
+// seen); a worker silent for WORKER_TTL_MS (crashed) no longer counts. A kind's demand is its idle
+// slots minus its released tasks: a released task holds the idle slot it was released for until
+// its start is reported, so a start can wait for the worker's next call (saving a round trip).
 //
 // KEYS[1] the records hash (`<prefix>tasks`)
 // ARGV[1] operation, ARGV[2] prefix, ARGV[3] default cap, ARGV[4] every kind, comma-separated,
 // ARGV[5] the reporting worker's id ('' when none), ARGV[6] its idle slots, `kind=n,...` ('' none),
-// ARGV[7..] the operation's arguments (see each branch).
+// ARGV[7] how many starts it reports, then 6 arguments per start; then the operation's arguments
+// (see each branch).
 // Operations that can release work return {released, skipped, answer}: released is a flat list of
 // kind, public id, account, release number, front (1: to the head of the queue); skipped the ids of
 // entries found corrupt and dropped.
@@ -59,14 +63,21 @@ local function num(n) return string.format('%.0f', n) end
 local t = redis.call('TIME')
 local NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- Workers: the report that came with this call, and the end of those no longer heard from.
+-- Workers: the report that came with this call.
+local reportedKinds = {}
 if ARGV[5] ~= '' then
   redis.call('ZADD', WORKERS, NOW, ARGV[5])
-  for kind, idle in string.gmatch(ARGV[6], '([^,=]+)=(%d+)') do redis.call('HSET', slotsKey(kind), ARGV[5], idle) end
+  for kind, idle in string.gmatch(ARGV[6], '([^,=]+)=(%d+)') do
+    redis.call('HSET', slotsKey(kind), ARGV[5], idle)
+    reportedKinds[#reportedKinds + 1] = kind
+  end
 end
-for _, gone in ipairs(redis.call('ZRANGEBYSCORE', WORKERS, '-inf', NOW - WORKER_TTL_MS, 'LIMIT', 0, 100)) do
-  redis.call('ZREM', WORKERS, gone)
-  for _, kind in ipairs(KINDS) do redis.call('HDEL', slotsKey(kind), gone) end
+-- The end of the workers no longer heard from (in the periodic calls only: reports and ticks).
+local function prune()
+  for _, gone in ipairs(redis.call('ZRANGEBYSCORE', WORKERS, '-inf', NOW - WORKER_TTL_MS, 'LIMIT', 0, 100)) do
+    redis.call('ZREM', WORKERS, gone)
+    for _, kind in ipairs(KINDS) do redis.call('HDEL', slotsKey(kind), gone) end
+  end
 end
 
 -- Slots of the kind that would still be idle once every ready task is taken.
@@ -90,8 +101,18 @@ local function isKind(kind)
   return false
 end
 
-local function capOf(acct) return tonumber(redis.call('HGET', CAPS, acct)) or DEFAULT_CAP end
-local function runningOf(acct) return tonumber(redis.call('HGET', RUNNING, acct)) or 0 end
+-- Read once per call (every write of a count goes through move, which keeps them current).
+local caps, runnings = {}, {}
+local function capOf(acct)
+  if caps[acct] == nil then caps[acct] = tonumber(redis.call('HGET', CAPS, acct)) or DEFAULT_CAP end
+  return caps[acct]
+end
+local function runningOf(acct)
+  if runnings[acct] == nil then runnings[acct] = tonumber(redis.call('HGET', RUNNING, acct)) or 0 end
+  return runnings[acct]
+end
+-- Kinds whose next release may have changed during this call: released for at its end.
+local dirty = {}
 local function hincr(key, field, d)
   if redis.call('HINCRBY', key, field, d) <= 0 then redis.call('HDEL', key, field) end
 end
@@ -125,22 +146,39 @@ local function move(id, r, to, due)
   elseif from == 'r' then redis.call('ZREM', readyKey(r.kind), id)
   elseif from == 'd' then redis.call('ZREM', DELAYED, id) end
   r.state = to
+  -- A task joining behind an older one leaves its account's place as it was.
+  local sameHead = false
   if to == 'x' then
     redis.call('HDEL', TASKS, id)
   else
-    if to == 'p' then redis.call('ZADD', lineKey(r.kind, r.acct), num(r.order), id)
+    if to == 'p' then
+      local head = redis.call('ZRANGE', lineKey(r.kind, r.acct), 0, 0, 'WITHSCORES')
+      sameHead = #head > 0 and tonumber(head[2]) < r.order
+      redis.call('ZADD', lineKey(r.kind, r.acct), num(r.order), id)
     elseif to == 'r' then redis.call('ZADD', readyKey(r.kind), num(r.created), id)
     elseif to == 'd' then redis.call('ZADD', DELAYED, num(due), id) end
     redis.call('HSET', TASKS, id, encode(r))
   end
+  dirty[r.kind] = true
   local before, after = counted(from), counted(to)
   if before ~= after then
     local d = after and 1 or -1
-    hincr(RUNNING, r.acct, d)
+    local cap = capOf(r.acct)
+    local running = redis.call('HINCRBY', RUNNING, r.acct, d)
+    if running <= 0 then redis.call('HDEL', RUNNING, r.acct) end
+    runnings[r.acct] = math.max(running, 0)
     hincr(runningKindKey(r.kind), r.acct, d)
     if after then redis.call('ZADD', inserviceKey(r.kind), num(r.created), id) else redis.call('ZREM', inserviceKey(r.kind), id) end
-    placeAll(r.acct)
-  elseif from == 'p' or to == 'p' then
+    -- Crossing the cap moves the account in every kind; otherwise only this kind's score changed.
+    if (running - d < cap) ~= (running < cap) then
+      for _, kind in ipairs(KINDS) do
+        place(kind, r.acct, running, cap)
+        dirty[kind] = true
+      end
+    else
+      place(r.kind, r.acct, running, cap)
+    end
+  elseif (from == 'p' or to == 'p') and not sameHead then
     place(r.kind, r.acct, runningOf(r.acct), capOf(r.acct))
   end
 end
@@ -203,9 +241,13 @@ local function promote()
   end
 end
 
-local function releaseAll()
+-- Releases for every kind this call may have changed (or all of them).
+local function releaseAll(everyKind)
   promote()
-  for _, kind in ipairs(KINDS) do release(kind) end
+  for _, kind in ipairs(reportedKinds) do dirty[kind] = true end
+  for _, kind in ipairs(KINDS) do
+    if everyKind or dirty[kind] then release(kind) end
+  end
 end
 
 local function record(id, kind, acct, order, created, n)
@@ -215,32 +257,39 @@ end
 local op = ARGV[1]
 local answer = 0
 
+-- Runs the reporting worker started since its last call (they are reported lazily, with the next
+-- call): each released task becomes active; a job the scheduler did not release (queued by an
+-- earlier release, or after its record was lost) counts from now on. 6 arguments each: kind,
+-- public id, account, order, created ms, the job's release number.
+local starts = tonumber(ARGV[7]) or 0
+for i = 8, 7 + 6 * starts, 6 do
+  local kind, id = ARGV[i], ARGV[i + 1]
+  if isKind(kind) then
+    local r = decode(redis.call('HGET', TASKS, id))
+    if not r then r = record(id, kind, ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]) end
+    r.n = math.max(r.n, tonumber(ARGV[i + 5]) or 0)
+    if r.state ~= 'a' then move(id, r, 'a') end
+  end
+end
+-- The operation's own arguments.
+local args = {}
+for i = 8 + 6 * starts, #ARGV do args[#args + 1] = ARGV[i] end
+
 if op == 'submit' then
-  -- ARGV[7] kind; then per task: public id, account, order, created ms, releases already used.
-  local kind = ARGV[7]
-  for i = 8, #ARGV, 5 do
-    local id = ARGV[i]
+  -- kind; then per task: public id, account, order, created ms, releases already used.
+  local kind = args[1]
+  for i = 2, #args, 5 do
+    local id = args[i]
     if not decode(redis.call('HGET', TASKS, id)) then
-      move(id, record(id, kind, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]), 'p')
+      move(id, record(id, kind, args[i + 1], args[i + 2], args[i + 3], args[i + 4]), 'p')
       answer = answer + 1
     end
   end
   promote()
   release(kind)
-elseif op == 'started' then
-  -- ARGV[7..12] kind, public id, account, order, created ms, the job's release number.
-  local kind, id = ARGV[7], ARGV[8]
-  local r = decode(redis.call('HGET', TASKS, id))
-  -- A job the scheduler did not release (queued by an earlier release, or after its record was
-  -- lost) still counts from now on.
-  if not r then r = record(id, kind, ARGV[9], ARGV[10], ARGV[11], ARGV[12]) end
-  r.n = math.max(r.n, tonumber(ARGV[12]) or 0)
-  if r.state ~= 'a' then move(id, r, 'a') end
-  promote()
-  release(kind)
 elseif op == 'done' or op == 'handback' or op == 'retry' or op == 'cancel' then
-  -- ARGV[7] public id; retry: ARGV[8] delay in ms.
-  local id = ARGV[7]
+  -- public id; retry: delay in ms.
+  local id = args[1]
   local r = decode(redis.call('HGET', TASKS, id))
   if not r then
     if redis.call('HEXISTS', TASKS, id) == 1 then redis.call('HDEL', TASKS, id); skipped[#skipped + 1] = id end
@@ -258,9 +307,9 @@ elseif op == 'done' or op == 'handback' or op == 'retry' or op == 'cancel' then
     end
   elseif op == 'retry' then
     answer = r.state
-    if r.state == 'a' or r.state == 'r' then move(id, r, 'd', NOW + tonumber(ARGV[8])) end
+    if r.state == 'a' or r.state == 'r' then move(id, r, 'd', NOW + tonumber(args[2])) end
   else
-    -- A cancelled task leaves its line at once; a ready one's job is removed by the caller, an
+    -- A cancelled task leaves its line at once; a released one's job is removed by the caller, an
     -- active one is let go by its worker.
     if r.state == 'p' or r.state == 'd' then
       move(id, r, 'x')
@@ -270,20 +319,22 @@ elseif op == 'done' or op == 'handback' or op == 'retry' or op == 'cancel' then
     end
   end
   releaseAll()
-elseif op == 'tick' or op == 'heartbeat' then
-  -- heartbeat: a worker's idle slots (with the call), and whatever they can take now.
-  releaseAll()
+elseif op == 'report' or op == 'tick' then
+  -- report: a worker's idle slots and starts (with the call, above), and whatever they allow now.
+  prune()
+  releaseAll(true)
 elseif op == 'leave' then
   -- A worker stopping: its slots no longer wait for work.
   redis.call('ZREM', WORKERS, ARGV[5])
   for _, kind in ipairs(KINDS) do redis.call('HDEL', slotsKey(kind), ARGV[5]) end
+  prune()
 elseif op == 'caps' then
-  -- ARGV[7..] account, cap pairs: every account's own cap (the others take the default).
+  -- account, cap pairs: every account's own cap (the others take the default).
   local wanted, current, changed = {}, {}, {}
-  for i = 7, #ARGV, 2 do wanted[ARGV[i]] = ARGV[i + 1] end
+  for i = 1, #args, 2 do wanted[args[i]] = args[i + 1] end
   local flat = redis.call('HGETALL', CAPS)
   for i = 1, #flat, 2 do current[flat[i]] = flat[i + 1] end
-  for acct, cap in pairs(current) do
+  for acct in pairs(current) do
     if wanted[acct] == nil then
       redis.call('HDEL', CAPS, acct)
       changed[#changed + 1] = acct
@@ -295,24 +346,21 @@ elseif op == 'caps' then
       changed[#changed + 1] = acct
     end
   end
+  caps = {}
   for _, acct in ipairs(changed) do placeAll(acct) end
   answer = #changed
-  releaseAll()
+  releaseAll(true)
 elseif op == 'lookup' then
-  -- ARGV[7..] public ids: their records (false when unknown).
-  return redis.call('HMGET', TASKS, unpack(ARGV, 7))
+  -- public ids: their records (false when unknown).
+  return redis.call('HMGET', TASKS, unpack(args))
 elseif op == 'inservice' then
-  -- ARGV[7] kind: the ids in service (ready, active, delayed).
-  return redis.call('ZRANGE', inserviceKey(ARGV[7]), 0, -1)
+  -- kind: the ids in service (released, active, delayed).
+  return redis.call('ZRANGE', inserviceKey(args[1]), 0, -1)
 elseif op == 'inspect' then
-  -- Per kind: ready, oldest ready created ms, runnable pending, held pending, oldest runnable created ms.
+  -- Per kind: runnable pending, held pending, oldest runnable created ms.
   local res = {}
   for _, kind in ipairs(KINDS) do
-    local ready = redis.call('ZCARD', readyKey(kind))
-    local oldest = 0
-    local first = redis.call('ZRANGE', readyKey(kind), 0, 0, 'WITHSCORES')
-    if #first > 0 then oldest = tonumber(first[2]) end
-    local runnable, held, oldestRunnable = 0, 0, 0
+    local runnable, held, oldest = 0, 0, 0
     for _, acct in ipairs(redis.call('ZRANGE', eligibleKey(kind), 0, -1)) do
       local waiting = redis.call('ZCARD', lineKey(kind, acct))
       local could = math.min(waiting, math.max(capOf(acct) - runningOf(acct), 0))
@@ -320,17 +368,17 @@ elseif op == 'inspect' then
       held = held + waiting - could
       local head = redis.call('ZRANGE', lineKey(kind, acct), 0, 0)
       local r = head[1] and decode(redis.call('HGET', TASKS, head[1]))
-      if r and could > 0 and (oldestRunnable == 0 or r.created < oldestRunnable) then oldestRunnable = r.created end
+      if r and could > 0 and (oldest == 0 or r.created < oldest) then oldest = r.created end
     end
     for _, acct in ipairs(redis.call('ZRANGE', heldKey(kind), 0, -1)) do
       held = held + redis.call('ZCARD', lineKey(kind, acct))
     end
-    res[#res + 1] = { kind, ready, num(oldest), runnable, held, num(oldestRunnable) }
+    res[#res + 1] = { kind, runnable, held, num(oldest) }
   end
   return { res, num(NOW) }
 elseif op == 'account' then
-  -- ARGV[7] account: {in service, cap, pending per kind...}
-  local acct = ARGV[7]
+  -- account: {in service, cap, pending per kind...}
+  local acct = args[1]
   local res = { runningOf(acct), capOf(acct) }
   for _, kind in ipairs(KINDS) do res[#res + 1] = redis.call('ZCARD', lineKey(kind, acct)) end
   return res

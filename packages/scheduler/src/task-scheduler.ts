@@ -25,19 +25,20 @@ export interface TaskRunRef {
   release: number;
 }
 
-/** Idle slots of one worker process, per kind it runs: slots not running a task. */
+/** Idle slots of one worker process, per kind it runs. */
 export type IdleSlots = Partial<Record<TaskKind, number>>;
 
 /**
- * A worker's report that comes with a start or an end: how many of its slots of the kind are idle
- * once it is done (the run's own slot counts as idle in an end's report: BullMQ gives it the next
- * job as the run's job ends). Tasks are released only for idle slots.
+ * What a worker tells the scheduler with each call: its idle slots per kind (slots not running a
+ * run whose start it has reported, in this report or before) and the runs it started since its
+ * previous report. Tasks are released only for idle slots; a released task holds the slot it was
+ * released for until its start is reported, so starts may wait for the worker's next call.
  */
-export interface SlotReport {
+export interface WorkerReport {
   /** Unique per worker process. */
   workerId: string;
-  kind: TaskKind;
-  idle: number;
+  idle: IdleSlots;
+  started: readonly TaskRunRef[];
 }
 
 /** What the scheduler holds for one task (see the states in script.ts). */
@@ -49,15 +50,13 @@ export interface SchedulerRecord {
   release: number;
 }
 
-/** Queue-wide figures of one kind, for autoscaling and alerts. */
+/** Queue-wide figures of one kind, for autoscaling and alerts (released jobs are BullMQ's to count). */
 export interface KindLoad {
-  /** Released to the kind's BullMQ queue and not started yet. */
-  ready: number;
   /** Waiting in their accounts' lines, that could start as soon as a worker slot frees. */
   runnable: number;
   /** Waiting only because their account is at its cap of running tasks. */
   heldByCap: number;
-  /** Creation time (Unix ms) of the oldest ready or runnable task; undefined when there is none. */
+  /** Creation time (Unix ms) of the oldest runnable task; undefined when there is none. */
   oldestWaitingCreatedMs: number | undefined;
   /** Redis's clock when this was read (Unix ms), to turn the above into an age. */
   nowMs: number;
@@ -79,21 +78,24 @@ export interface AccountLoad {
  * their kind's BullMQ queue one worker slot at a time.
  */
 export interface TaskScheduler {
-  /** Tasks join their accounts' lines (already known ones are left as they are). Returns how many joined. */
-  submit(kind: TaskKind, tasks: readonly NewTask[]): Promise<number>;
-  /** A worker started a run. */
-  started(run: TaskRunRef, slot?: SlotReport): Promise<void>;
+  /**
+   * Tasks join their accounts' lines (already known ones are left as they are), and any released
+   * for an idle slot get their job. Returns how many joined. With `queued`, it answers once the
+   * tasks are in their lines and hands over the adding of the released jobs (a failure there is
+   * the sweeper's to repair: it re-adds a released task's missing job).
+   */
+  submit(kind: TaskKind, tasks: readonly NewTask[], opts?: { queued?: (jobs: Promise<void>) => void }): Promise<number>;
+  /** A worker's report alone: runs it started, its idle slots (at least every few seconds; a worker not heard from for 10 s is taken for gone). */
+  report(report: WorkerReport): Promise<void>;
   /** The task ended, or its run found nothing to do: it leaves the scheduler and frees its place. */
-  done(publicId: string, slot?: SlotReport): Promise<void>;
+  done(publicId: string, report?: WorkerReport): Promise<void>;
   /**
    * A run handed back unfinished (a worker shutting down): the task keeps its place (still counted
    * as running) and is released again at once, to the head of its kind's queue.
    */
-  handBack(run: TaskRunRef, slot?: SlotReport): Promise<void>;
+  handBack(run: TaskRunRef, report?: WorkerReport): Promise<void>;
   /** A transient failure: the task runs again after `delayMs`, still counted as running, ahead of its account's other tasks. */
-  retryLater(run: TaskRunRef, delayMs: number, slot?: SlotReport): Promise<void>;
-  /** A worker's idle slots, every few seconds (a worker not heard from for 10 s is taken for gone). */
-  heartbeat(workerId: string, idle: IdleSlots): Promise<void>;
+  retryLater(run: TaskRunRef, delayMs: number, report?: WorkerReport): Promise<void>;
   /** A worker stopping: its slots take no more work. */
   leave(workerId: string): Promise<void>;
   /** A cancelled task leaves its line (or the queue, when it was released) at once. */

@@ -5,9 +5,10 @@
 // starts and ends with its idle slots, as the worker service does.
 import { Redis } from 'ioredis';
 import type { TaskKind } from '@taskapi/task-kinds';
-import { closeQueues, createTaskQueues, type TaskQueues } from '@taskapi/queue';
+import { Worker, type Job } from 'bullmq';
+import { TASK_QUEUES, closeQueues, createTaskQueues, type TaskJob, type TaskQueues } from '@taskapi/queue';
 import { startPrivateRedis, waitFor, type PrivateRedis } from '@taskapi/testing';
-import { FairScheduler, type NewTask, type SlotReport, type TaskRunRef } from '../src';
+import { FairScheduler, type NewTask, type TaskRunRef, type WorkerReport } from '../src';
 
 const KIND: TaskKind = 'image-generation';
 const OTHER: TaskKind = 'video-generation';
@@ -15,6 +16,10 @@ const OTHER: TaskKind = 'video-generation';
 let server: PrivateRedis;
 let redis: Redis;
 let queues: TaskQueues;
+/** Workers that take jobs only when a test's slot asks (no processor, no autorun). */
+let consumers: Record<TaskKind, Worker<TaskJob>>;
+let consumerRedis: Redis;
+const TOKEN = 'test-slot';
 let skipped: string[];
 let order = 0;
 
@@ -22,9 +27,15 @@ beforeAll(async () => {
   server = await startPrivateRedis();
   redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
   queues = createTaskQueues(redis);
+  consumerRedis = redis.duplicate({ maxRetriesPerRequest: null });
+  consumers = Object.fromEntries(
+    Object.entries(TASK_QUEUES).map(([kind, def]) => [kind, new Worker<TaskJob>(def.name, undefined, { connection: consumerRedis, autorun: false })]),
+  ) as Record<TaskKind, Worker<TaskJob>>;
 });
 
 afterAll(async () => {
+  await Promise.all(Object.values(consumers).map((c) => c.close()));
+  consumerRedis.disconnect();
   await closeQueues(Object.values(queues.queues));
   redis.disconnect();
   await server.stop();
@@ -42,43 +53,57 @@ function tasks(account: string, n: number, prefix = account): NewTask[] {
   return Array.from({ length: n }, (_, i) => ({ publicId: `task_${prefix}${i}`, accountId: account, order: String(++order), createdAt: new Date(Date.now() - 1000 + order) }));
 }
 
-/** One worker process with `size` slots of each kind, as the worker service reports them. */
+/**
+ * One worker process with `size` slots of each kind, reporting as the worker service does: starts
+ * ride along with its next call, and each call says how many slots run no reported start.
+ */
 class Slots {
-  private readonly busy = new Map<TaskKind, number>();
+  private pending: TaskRunRef[] = [];
+  private readonly reported = new Map<string, TaskRunRef>();
+  private readonly jobs = new Map<string, Job<TaskJob>>();
   constructor(
     private readonly s: FairScheduler,
     private readonly size: number,
     readonly workerId = 'worker-1',
   ) {}
 
-  private report(kind: TaskKind, ending: boolean): SlotReport {
-    return { workerId: this.workerId, kind, idle: this.size - (this.busy.get(kind) ?? 0) + (ending ? 1 : 0) };
+  private report(ending?: TaskRunRef): WorkerReport {
+    const started = this.pending.splice(0);
+    for (const run of started) this.reported.set(run.publicId, run);
+    const busy = (kind: TaskKind) => [...this.reported.values()].filter((r) => r.kind === kind && r.publicId !== ending?.publicId).length;
+    return { workerId: this.workerId, idle: { [KIND]: this.size - busy(KIND), [OTHER]: this.size - busy(OTHER) }, started };
   }
 
-  async join(kinds: TaskKind[] = [KIND, OTHER]): Promise<this> {
-    await this.s.heartbeat(this.workerId, Object.fromEntries(kinds.map((k) => [k, this.size - (this.busy.get(k) ?? 0)])));
+  async join(): Promise<this> {
+    await this.s.report(this.report());
     return this;
   }
 
-  /** A free slot takes the first job of the kind's queue (what BullMQ hands it) and reports the start. */
+  /**
+   * A free slot takes the next job of the kind's queue as a BullMQ worker does (locked, active);
+   * its start is reported with the next call.
+   */
   async take(kind: TaskKind = KIND): Promise<TaskRunRef | undefined> {
-    const [job] = await queues.queues[kind].getWaiting();
+    if ((await queues.queues[kind].getWaitingCount()) === 0) return undefined;
+    const job = (await consumers[kind].getNextJob(TOKEN, { block: false })) as Job<TaskJob> | undefined;
     if (!job) return undefined;
-    await job.remove();
-    this.busy.set(kind, (this.busy.get(kind) ?? 0) + 1);
     const run: TaskRunRef = { kind, publicId: job.data.public_id, accountId: job.data.account_id!, order: '0', createdAt: new Date(), release: job.data.release ?? 1 };
-    await this.s.started(run, this.report(kind, false));
+    this.jobs.set(run.publicId, job);
+    this.pending.push(run);
     return run;
   }
 
-  private async end(run: TaskRunRef, report: (slot: SlotReport) => Promise<void>): Promise<void> {
-    await report(this.report(run.kind, true));
-    this.busy.set(run.kind, (this.busy.get(run.kind) ?? 0) - 1);
+  /** The run's end is reported, then its job ends (as the worker's processor returns). */
+  private async end(run: TaskRunRef, call: (report: WorkerReport) => Promise<void>): Promise<void> {
+    await call(this.report(run));
+    this.reported.delete(run.publicId);
+    await this.jobs.get(run.publicId)?.moveToCompleted('ended', TOKEN, false);
+    this.jobs.delete(run.publicId);
   }
 
-  finish = (run: TaskRunRef) => this.end(run, (slot) => this.s.done(run.publicId, slot));
-  handBack = (run: TaskRunRef) => this.end(run, (slot) => this.s.handBack(run, slot));
-  retry = (run: TaskRunRef, delayMs: number) => this.end(run, (slot) => this.s.retryLater(run, delayMs, slot));
+  finish = (run: TaskRunRef) => this.end(run, (report) => this.s.done(run.publicId, report));
+  handBack = (run: TaskRunRef) => this.end(run, (report) => this.s.handBack(run, report));
+  retry = (run: TaskRunRef, delayMs: number) => this.end(run, (report) => this.s.retryLater(run, delayMs, report));
 }
 
 const waitingIds = async (kind: TaskKind = KIND) => (await queues.queues[kind].getWaiting()).map((j) => j.id);
@@ -257,13 +282,27 @@ describe('fair scheduler', () => {
     const s = scheduler(1);
     const worker = await new Slots(s, 1).join();
     const legacy: TaskRunRef = { kind: KIND, publicId: 'task_legacy', accountId: 'acctL', order: '1', createdAt: new Date(), release: 1 };
-    await s.started(legacy, { workerId: worker.workerId, kind: KIND, idle: 0 });
+    await s.report({ workerId: worker.workerId, idle: { [KIND]: 0 }, started: [legacy] });
     await s.submit(KIND, tasks('acctL', 1));
     expect(await waitingIds()).toEqual([]);
     expect(await s.submit(KIND, [{ publicId: 'task_legacy', accountId: 'acctL', order: '1', createdAt: new Date() }])).toBe(0);
-    await s.done('task_legacy', { workerId: worker.workerId, kind: KIND, idle: 1 });
+    await s.done('task_legacy', { workerId: worker.workerId, idle: { [KIND]: 1 }, started: [] });
     expect(await waitingIds()).toEqual(['task_acctL0']);
     expect(await s.inService(KIND)).toEqual(['task_acctL0']);
+  });
+
+  it("a released task holds its slot until its start is reported with the worker's next call", async () => {
+    const s = scheduler(100);
+    const worker = await new Slots(s, 2).join();
+    await s.submit(KIND, tasks('acctA', 5));
+    const [first] = [await worker.take(), await worker.take()];
+    expect((await s.lookup([first!.publicId])).get(first!.publicId)?.state).toBe('ready');
+    // Nothing more while both slots are taken, reported or not; the end of one reports both starts.
+    await s.tick();
+    expect(await waitingIds()).toEqual([]);
+    await worker.finish(first!);
+    expect(await waitingIds()).toEqual(['task_acctA2']);
+    expect((await s.lookup(['task_acctA1'])).get('task_acctA1')?.state).toBe('active');
   });
 
   it('reports per kind what could run now, what its cap holds, and the oldest runnable task', async () => {
@@ -274,9 +313,9 @@ describe('fair scheduler', () => {
     await worker.take();
     await s.submit(KIND, tasks('acctA', 5));
     const load = (await s.load()).get(KIND)!;
-    // Nothing ready (no idle slot). A has none running and a cap of 2: 2 could run now, 3 are held.
-    expect(load).toMatchObject({ ready: 0, runnable: 2, heldByCap: 3 });
+    // No idle slot. A has none running and a cap of 2: 2 could run now, 3 are held.
+    expect(load).toMatchObject({ runnable: 2, heldByCap: 3 });
     expect(load.nowMs - load.oldestWaitingCreatedMs!).toBeLessThan(5_000);
-    expect((await s.load()).get(OTHER)).toMatchObject({ ready: 0, runnable: 0, heldByCap: 0, oldestWaitingCreatedMs: undefined });
+    expect((await s.load()).get(OTHER)).toMatchObject({ runnable: 0, heldByCap: 0, oldestWaitingCreatedMs: undefined });
   });
 });

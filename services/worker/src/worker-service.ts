@@ -58,9 +58,15 @@ export async function startWorkerService(
   const engineRuns = new Set<Promise<unknown>>();
   const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics });
   const announce = { db: db.pool, redis, webhooks, logger, metrics };
-  const slots = new WorkerSlots(config.workerKinds, config.workerConcurrency);
   const scheduler = createTaskScheduler(config, redis, taskQueues, (ids) =>
     logger.warn('scheduling entries skipped (corrupt, or contradicting their record); the sweeper restores their tasks if still pending', { public_ids: ids }),
+  );
+  const report = (send: WorkerSlots['send']) => send((r) => scheduler.report(r));
+  const slots = new WorkerSlots(
+    config.workerKinds,
+    config.workerConcurrency,
+    (send) =>
+      report(send).catch((err: unknown) => logger.warn('could not report started tasks to the scheduler; the next report carries them', { error: (err as Error).message })),
   );
 
   const workers = config.workerKinds.map((kind) => {
@@ -121,7 +127,7 @@ export async function startWorkerService(
 
   // This process's idle slots, so the scheduler releases tasks for them: now, and every few seconds
   // (a worker not heard from for 10 s is taken for gone, its slots with it).
-  const heartbeat = async () => scheduler.heartbeat(slots.workerId, slots.idle());
+  const heartbeat = () => report(slots.send);
   await heartbeat().catch((err: unknown) => logger.warn('could not report idle slots to the scheduler; retrying', { error: (err as Error).message }));
   const beats = runPeriodically({ name: 'scheduler heartbeat', intervalMs: HEARTBEAT_MS, logger, task: heartbeat });
 

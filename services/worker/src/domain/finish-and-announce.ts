@@ -1,4 +1,4 @@
-import { e2eSeconds, finishTaskAndRecord, terminalStatusName, type FinishTaskInput, type FinishedTask, type MarkerRedis, type Queryable } from '@taskapi/domain';
+import { e2eSeconds, finishTask, recordTaskStatus, terminalStatusName, type FinishTaskInput, type FinishedTask, type MarkerRedis, type Queryable } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
 import type { Logger } from '@taskapi/logger';
 import type { WebhookQueue } from '@taskapi/queue';
@@ -16,13 +16,33 @@ export interface AnnounceDeps {
  * Terminal transition (status, refund and webhook outbox row in one statement, then the status
  * marker), then the first delivery attempt's job. If enqueueing fails, the dispatcher's sweeper
  * sends the pending delivery later; the transition itself is already durable.
+ * `afterCommit` starts once the transition is committed (or found already made) and runs beside the
+ * marker and the webhook job: a run's worker tells the scheduler there, so the freed slot's next
+ * task is queued without adding a round trip to the end of every run. Resolves when both are done.
  * Returns null when the task was already terminal (cancelled, or finished by another run).
  */
-export async function finishAndAnnounce(deps: AnnounceDeps, publicId: string, input: FinishTaskInput): Promise<FinishedTask | null> {
-  const finished = await finishTaskAndRecord(deps.db, deps.redis, publicId, null, input, newId('delivery'));
+export async function finishAndAnnounce(
+  deps: AnnounceDeps,
+  publicId: string,
+  input: FinishTaskInput,
+  afterCommit?: () => Promise<void>,
+): Promise<FinishedTask | null> {
+  const finished = await finishTask(deps.db, publicId, null, input, newId('delivery'));
+  const alongside = afterCommit?.();
+  try {
+    if (finished) await announce(deps, publicId, finished);
+  } finally {
+    await alongside;
+  }
+  return finished;
+}
+
+async function announce(deps: AnnounceDeps, publicId: string, finished: FinishedTask): Promise<void> {
+  // The marker API replicas validate their cached task rows against, before anyone hears of the change.
+  await recordTaskStatus(deps.redis, finished.account_id, finished.public_id, finished.status);
   // Every terminal transition of the worker (run, given-up job, sweeper) passes here exactly once.
-  if (finished) deps.metrics.observeE2e(finished.kind, terminalStatusName(finished.status), e2eSeconds(finished.created_at, finished.finished_at));
-  if (finished?.delivery_id) {
+  deps.metrics.observeE2e(finished.kind, terminalStatusName(finished.status), e2eSeconds(finished.created_at, finished.finished_at));
+  if (finished.delivery_id) {
     try {
       await deps.webhooks.enqueueAttempt(finished.delivery_id, 1, 0, finished.account_id);
     } catch (err) {
@@ -33,5 +53,4 @@ export async function finishAndAnnounce(deps: AnnounceDeps, publicId: string, in
       });
     }
   }
-  return finished;
 }

@@ -1,52 +1,78 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { TaskKind } from '@taskapi/domain';
-import type { IdleSlots, SlotReport } from '@taskapi/scheduler';
+import type { IdleSlots, TaskRunRef, WorkerReport } from '@taskapi/scheduler';
+
+/** A start waits at most this long for another call to the scheduler to carry it. */
+const START_REPORT_DELAY_MS = 50;
 
 /**
  * This process's worker slots per kind (`WORKER_CONCURRENCY` each), as the scheduler needs to know
- * them: it releases tasks only for idle slots (docs/fair-scheduling.md).
+ * them (docs/fair-scheduling.md): it releases tasks only for idle slots. Every call this worker
+ * makes to the scheduler carries a report: the runs started since the previous one, and the slots
+ * not running a reported start. A start rides along with the next call (a run's end, usually
+ * moments later) instead of costing a call of its own; one that finds none goes alone after
+ * START_REPORT_DELAY_MS.
  */
 export class WorkerSlots {
   /** Unique per process; readable in Redis (host, pid). */
   readonly workerId = `${os.hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
-  private readonly busy = new Map<TaskKind, number>();
+  private readonly pending = new Map<string, TaskRunRef>();
+  private readonly reported = new Map<string, TaskRunRef>();
+  private timer: NodeJS.Timeout | undefined;
   private closing = false;
 
   constructor(
     private readonly kinds: readonly TaskKind[],
     private readonly concurrency: number,
+    /** Sends a report alone (when a start found no call to ride along with). */
+    private readonly flush: (send: WorkerSlots['send']) => void,
   ) {}
 
-  /** A run took one of the kind's slots. */
-  take(kind: TaskKind): void {
-    this.busy.set(kind, (this.busy.get(kind) ?? 0) + 1);
-  }
-
-  /** A run gave its slot back (its job ended). */
-  free(kind: TaskKind): void {
-    this.busy.set(kind, Math.max(0, (this.busy.get(kind) ?? 0) - 1));
+  /** A run started (its task claimed); the scheduler hears of it with this worker's next call. */
+  started(run: TaskRunRef): void {
+    this.pending.set(run.publicId, run);
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.flush(this.send);
+    }, START_REPORT_DELAY_MS);
   }
 
   /**
-   * The report for a start (`ending` false) or an end (`ending` true: the run's slot counts as
-   * idle, BullMQ hands it the next job as the run's job ends). A closing worker has none idle.
+   * Makes one call to the scheduler with this worker's report. `ending`: the run this call ends
+   * (its slot counts as idle: BullMQ hands it the next job as the run's job ends). If the call
+   * fails, the starts it carried are reported with the next one.
    */
-  report(kind: TaskKind, ending: boolean): SlotReport {
-    return { workerId: this.workerId, kind, idle: this.idleOf(kind, ending ? 1 : 0) };
-  }
+  send = async (call: (report: WorkerReport) => Promise<void>, ending?: TaskRunRef): Promise<void> => {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const started = [...this.pending.values()];
+    for (const run of started) this.reported.set(run.publicId, run);
+    this.pending.clear();
+    const idle: IdleSlots = {};
+    for (const kind of this.kinds) {
+      const busy = [...this.reported.values()].filter((r) => r.kind === kind && r.publicId !== ending?.publicId).length;
+      idle[kind] = this.closing ? 0 : Math.max(0, this.concurrency - busy);
+    }
+    try {
+      await call({ workerId: this.workerId, idle, started });
+    } catch (err) {
+      for (const run of started) {
+        this.reported.delete(run.publicId);
+        this.pending.set(run.publicId, run);
+      }
+      throw err;
+    }
+  };
 
-  /** Every kind's idle slots, for the heartbeat. */
-  idle(): IdleSlots {
-    return Object.fromEntries(this.kinds.map((kind) => [kind, this.idleOf(kind, 0)]));
+  /** A run's job ended: its slot is free. */
+  ended(run: TaskRunRef): void {
+    this.pending.delete(run.publicId);
+    this.reported.delete(run.publicId);
   }
 
   /** From now on no slot takes work (the worker is stopping). */
   close(): void {
     this.closing = true;
-  }
-
-  private idleOf(kind: TaskKind, ending: number): number {
-    return this.closing ? 0 : Math.max(0, this.concurrency - (this.busy.get(kind) ?? 0) + ending);
   }
 }

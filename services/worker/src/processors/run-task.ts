@@ -4,7 +4,7 @@ import { recordTaskStatus, TaskStatus, type TaskKind } from '@taskapi/domain';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
 import { TASK_MAX_ATTEMPTS, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
-import type { TaskRunRef, TaskScheduler } from '@taskapi/scheduler';
+import type { TaskRunRef, TaskScheduler, WorkerReport } from '@taskapi/scheduler';
 import { abortable } from '../engines/abortable';
 import type { Engine } from '../engines/engine';
 import { finishAndAnnounce, type AnnounceDeps } from '../domain/finish-and-announce';
@@ -31,7 +31,7 @@ export interface RunTaskDeps extends AnnounceDeps {
   engineRuns: Set<Promise<unknown>>;
   /** Told when a run starts and how it ends, so it can give the freed slot to the next task. */
   scheduler: TaskScheduler;
-  /** This process's slots, reported with every start and end. */
+  /** This process's slots and starts, reported with each call to the scheduler. */
   slots: WorkerSlots;
   /** Wait before the first retry after a transient failure (`TASK_RETRY_BACKOFF_MS`); doubled for each further one. */
   retryBackoffMs: number;
@@ -59,15 +59,15 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
   const startedLine = flatLineWriter(deps.logger, 'task started', ['public_id', 'job_id', 'kind', 'attempt']);
   const completedLine = flatLineWriter(deps.logger, 'task completed', ['public_id', 'job_id', 'kind']);
   return async (job) => {
-    deps.slots.take(kind);
+    let run: TaskRunRef | undefined;
     try {
-      return await runOnce(job);
+      return await runOnce(job, (started) => (run = started));
     } finally {
-      deps.slots.free(kind);
+      if (run) deps.slots.ended(run);
     }
   };
 
-  async function runOnce(job: Job<TaskJob>): Promise<RunTaskOutcome> {
+  async function runOnce(job: Job<TaskJob>, onStart: (run: TaskRunRef) => void): Promise<RunTaskOutcome> {
     const parsed = schema.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError('malformed job data');
     const publicId = parsed.data.public_id;
@@ -75,10 +75,10 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     const log = () => (child ??= deps.logger.child({ public_id: publicId, job_id: job.id, kind }));
     const info = deps.logger.isInfoEnabled();
     // The scheduler's state is repaired by the sweeper when a report is lost: a failed report is a
-    // warning, never a failed run.
-    const tell = async (what: string, report: () => Promise<void>) => {
+    // warning, never a failed run. Each call carries this worker's report (its starts, idle slots).
+    const tell = async (what: string, call: (report: WorkerReport) => Promise<void>, ending?: TaskRunRef) => {
       try {
-        await report();
+        await deps.slots.send(call, ending);
       } catch (err) {
         log().warn(`could not tell the scheduler the run ${what}; the sweeper will`, { error: (err as Error).message });
       }
@@ -86,14 +86,14 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
 
     const task = await startTask(deps.db, publicId);
     if (!task) {
-      await tell('found nothing to do', () => deps.scheduler.done(publicId, deps.slots.report(kind, true)));
+      await tell('found nothing to do', (report) => deps.scheduler.done(publicId, report));
       log().info('task already finished or unknown; skipped');
       return { outcome: 'skipped' };
     }
     const run: TaskRunRef = { kind, publicId, accountId: task.account_id, order: task.id, createdAt: task.created_at, release: parsed.data.release ?? 1 };
-    // Reported while the engine runs (it releases the kind's next task into the freed ready place);
-    // awaited before any later report, so they reach the scheduler in order.
-    const started = tell('started', () => deps.scheduler.started(run, deps.slots.report(kind, false)));
+    // Reported with this worker's next call to the scheduler (this run's end, at the latest).
+    deps.slots.started(run);
+    onStart(run);
     // The "processing" marker is written while the engine runs: markers only move forward, so it
     // can never undo the terminal one, and it is awaited before that transition (a Redis failure
     // still fails this run, as before).
@@ -102,11 +102,8 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     if (info) startedLine('info', [publicId, job.id, kind, task.attempts]);
     const startedAt = performance.now();
     const observe = (outcome: RunOutcome) => deps.metrics.observeRun(kind, outcome, (performance.now() - startedAt) / 1000);
-    const ended = async <T>(outcome: T): Promise<T> => {
-      await started;
-      await tell('ended', () => deps.scheduler.done(publicId, deps.slots.report(kind, true)));
-      return outcome;
-    };
+    // The run's end, told once the terminal transition is committed, beside its announcement.
+    const ended = () => tell('ended', (report) => deps.scheduler.done(publicId, report), run);
 
     const deadline = AbortSignal.timeout(deps.timeoutMs);
     const signal = AbortSignal.any([deadline, deps.shutdown]);
@@ -123,24 +120,23 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       if (signal.aborted) throw signal.reason as Error;
       await marked;
       const files = await deps.files.save(publicId, output.files ?? []);
-      const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.completed, result: output.result ?? null, files });
+      const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.completed, result: output.result ?? null, files }, ended);
       if (!finished) {
         // Cancelled while running: its output is not wanted. (Finished by another run: keep the files.)
         if ((await taskStatus(deps.db, publicId)) === TaskStatus.cancelled) await deps.files.remove(publicId, files);
         log().info('task finished elsewhere while running; result discarded');
         observe('skipped');
-        return await ended({ outcome: 'skipped' });
+        return { outcome: 'skipped' };
       }
       observe('completed');
       if (info) completedLine('info', [publicId, job.id, kind]);
-      return await ended({ outcome: 'completed', status: TaskStatus.completed });
+      return { outcome: 'completed', status: TaskStatus.completed };
     } catch (err) {
       if (deps.shutdown.aborted && !deadline.aborted) {
         // Hand the task back untouched: queued again without spending an attempt, keeping its place
         // (this job ends; the scheduler releases the task again at the head of the kind's queue).
         const handedBack = await handBackTask(deps.db, task);
-        await started;
-        await tell('was handed back', () => deps.scheduler.handBack(run, deps.slots.report(kind, true)));
+        await tell('was handed back', (report) => deps.scheduler.handBack(run, report), run);
         observe('handed_back');
         log().info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
         return { outcome: 'handed_back' };
@@ -148,21 +144,21 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       const decision = decideFailure(err, deadline.aborted);
       if (decision.kind === 'retry' && task.attempts < TASK_MAX_ATTEMPTS) {
         const delayMs = deps.retryBackoffMs * 2 ** Math.max(0, task.attempts - 1);
-        await started;
         // Still counted as running while it waits; it runs again ahead of its account's other tasks.
-        await tell('will be retried', () => deps.scheduler.retryLater(run, delayMs, deps.slots.report(kind, true)));
+        await tell('will be retried', (report) => deps.scheduler.retryLater(run, delayMs, report), run);
         log().warn('task attempt failed; will retry', { error: (err as Error).message, code: decision.code, attempt: task.attempts, retry_in_ms: delayMs });
         observe('retried');
         return { outcome: 'retrying', attempt: task.attempts, retry_in_ms: delayMs };
       }
-      const finished = await finishAndAnnounce(deps, publicId, {
-        status: TaskStatus.failed,
-        errorCode: decision.code,
-        errorMessage: failureMessage(err, decision.code, deps.timeoutMs),
-      });
+      const finished = await finishAndAnnounce(
+        deps,
+        publicId,
+        { status: TaskStatus.failed, errorCode: decision.code, errorMessage: failureMessage(err, decision.code, deps.timeoutMs) },
+        ended,
+      );
       log().warn('task failed', { error: (err as Error).message, error_code: decision.code, refunded: finished?.refunded ?? 0 });
       observe(finished ? 'failed' : 'skipped');
-      return await ended(finished ? { outcome: 'failed', status: TaskStatus.failed, error_code: decision.code } : { outcome: 'skipped' });
+      return finished ? { outcome: 'failed', status: TaskStatus.failed, error_code: decision.code } : { outcome: 'skipped' };
     }
   }
 }
