@@ -9,10 +9,10 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { TASK_QUEUES } from '@taskapi/queue';
 import {
-  TEST_DATABASE_URL,
   recreateDatabase,
   startPrivateRedis,
   startRedisCluster,
+  testDatabaseUrl,
   testEnv,
   waitFor,
   type LocalRedisCluster,
@@ -24,7 +24,7 @@ import { startModelStub, type ModelRequest, type ModelStub, type StubAnswer } fr
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
-const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, '/taskapi_test_fair_scheduling');
+const DATABASE_URL = testDatabaseUrl('fair_scheduling');
 
 interface Customer {
   account: TestAccount;
@@ -283,13 +283,27 @@ describe('fair share, caps and recovery (one Redis server)', () => {
     const reset = await admin(system.env, 'set-max-running', '--email', a.account.email, '--reset');
     expect(JSON.parse(reset.stdout)).toEqual({ account_id: a.account.id, max_running: 2 });
     await waitFor(async () => (await system.api.deps.scheduler.accountLoad(a.account.id)).maxRunning === 2, { timeoutMs: 5_000, what: 'the default cap back in force' });
-    // Four run under a cap of two: as they end, nothing new starts until fewer than two run.
+    // Four run under a cap of two: as they end one by one, nothing new is released until fewer than
+    // two run (each end is told to the scheduler, which decides in the same call).
     const before = system.model.requests.length;
-    system.model.releaseAll();
-    await waitFor(() => system.model.requests.length === before + 2 && system.model.inFlight().length === 2, { what: "A's last two tasks running" });
-    system.model.releaseAll();
-    await system.waitForStatus(a.tasks.slice(0, 6), 20);
-    expect(maxOverlap(system.model.requests.slice(before))).toBeLessThanOrEqual(2);
+    const queue = system.api.deps.taskQueues.queues['image-generation'];
+    const running = [...system.model.inFlight()];
+    for (const [i, id] of running.entries()) {
+      system.model.release(id);
+      const left = running.length - i - 1;
+      // In service: the four not yet ended, and once fewer than two, the newly released ones (two).
+      await waitFor(async () => (await system.api.deps.scheduler.accountLoad(a.account.id)).running === Math.max(left, 2), {
+        what: `${left} of the four left running`,
+      });
+      if (left >= 2) {
+        expect(await queue.getWaitingCount()).toBe(0);
+        expect(system.model.requests.length).toBe(before);
+      }
+    }
+    // Below the cap again: A's last two run, never more than two at once.
+    await waitFor(() => system.model.requests.length === before + 2, { what: "A's last two tasks started" });
+    await system.drain(a.tasks.slice(0, 6));
+    expect(maxOverlap(system.model.requests.filter((r) => a.tasks.includes(r.publicId) && r.at >= system.model.requests[before]!.at))).toBeLessThanOrEqual(2);
   }, 60_000);
 
   it('SIGTERM mid-burst: the handed-back tasks keep their places and run first on the next worker', async () => {
@@ -386,9 +400,9 @@ describe('fair share, caps and recovery (one Redis server)', () => {
     // Their starts are reported with the worker's next call to the scheduler, within moments.
     await waitFor(async () => (await system.api.deps.scheduler.accountLoad(a.account.id)).running === 2, { timeoutMs: 2_000, what: 'the old jobs counted' });
 
-    // Tasks of this release: the first is released at once (the old jobs are not the scheduler's),
-    // the second waits in B's line with a corrupt entry. It is skipped when B's turn comes, the
-    // kind keeps moving, and the sweeper gives it back.
+    // Tasks of this release: both wait in B's line (the worker's slots are taken by the old jobs),
+    // the second with a corrupt entry. It is skipped and logged when its turn comes, the kind keeps
+    // moving, and the sweeper gives it back.
     const b = await system.customer();
     await system.create(b, 2);
     const redis = new Redis(redisServer.url);

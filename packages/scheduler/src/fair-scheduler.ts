@@ -19,6 +19,8 @@ export interface FairSchedulerOptions {
   defaultCap: number;
   /** Told about corrupt entries the scheduler dropped (the sweeper restores their tasks). */
   onSkipped?: (publicIds: string[]) => void;
+  /** Told when released tasks' jobs could not be added (the sweeper adds them). */
+  onQueueError?: (err: Error) => void;
   /** Key prefix; tests give each run its own. */
   prefix?: string;
 }
@@ -62,10 +64,14 @@ export class FairScheduler implements TaskScheduler {
     return this.redis.taskapiScheduler(this.key, op, ...this.common, report.workerId, idle, report.started.length, ...starts, ...args);
   }
 
-  /** Runs an operation that may release work, and adds what it released to the queues. */
+  /**
+   * Runs an operation that may release work, and adds what it released to the queues. The
+   * operation's answer stands once the script has run: a job that could not be added is reported
+   * to `onQueueError` (the sweeper adds a released task's missing job), never thrown.
+   */
   private async releasing(op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<unknown> {
     const { answer, queued } = await this.releasingInBackground(op, report, ...args);
-    await queued;
+    await queued.catch((err: unknown) => this.opts.onQueueError?.(err as Error));
     return answer;
   }
 
@@ -102,11 +108,15 @@ export class FairScheduler implements TaskScheduler {
   }
 
   async handBack(run: TaskRunRef, report?: WorkerReport): Promise<void> {
-    await this.releasing('handback', report, run.publicId);
+    await this.releasing('handback', report, run.publicId, run.release);
   }
 
   async retryLater(run: TaskRunRef, delayMs: number, report?: WorkerReport): Promise<void> {
-    await this.releasing('retry', report, run.publicId, Math.max(0, Math.round(delayMs)));
+    await this.releasing('retry', report, run.publicId, run.release, Math.max(0, Math.round(delayMs)));
+  }
+
+  async recount(): Promise<number> {
+    return Number(await this.releasing('recount', undefined));
   }
 
   async leave(workerId: string): Promise<void> {

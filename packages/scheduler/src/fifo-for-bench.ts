@@ -37,6 +37,10 @@ export class FifoForBench implements TaskScheduler {
 
   async tick(): Promise<void> {}
 
+  async recount(): Promise<number> {
+    return 0;
+  }
+
   async leave(): Promise<void> {}
 
   async setCaps(): Promise<number> {

@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Config } from '@taskapi/config';
 import type { TaskQueues } from '@taskapi/queue';
+import type { Logger } from '@taskapi/logger';
 import { FairScheduler } from './fair-scheduler';
 import { FifoForBench } from './fifo-for-bench';
 import type { TaskScheduler } from './task-scheduler';
@@ -18,8 +19,12 @@ export function createTaskScheduler(
   config: Pick<Config, 'accountMaxRunning' | 'benchFifoScheduling'>,
   redis: Redis | Cluster,
   queues: Pick<TaskQueues, 'addRuns' | 'removeRun'>,
-  onSkipped?: (publicIds: string[]) => void,
+  logger: Pick<Logger, 'warn'>,
 ): TaskScheduler {
   if (config.benchFifoScheduling) return new FifoForBench(queues);
-  return new FairScheduler(redis, queues, { defaultCap: config.accountMaxRunning, onSkipped });
+  return new FairScheduler(redis, queues, {
+    defaultCap: config.accountMaxRunning,
+    onSkipped: (ids) => logger.warn('scheduling entries skipped (corrupt, or contradicting their record); the sweeper restores their tasks if still pending', { public_ids: ids }),
+    onQueueError: (err) => logger.warn('released task jobs not added; the sweeper will add them', { error: err.message }),
+  });
 }

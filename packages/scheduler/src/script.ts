@@ -38,7 +38,11 @@
 export const SCHEDULER_SCRIPT = `
 local TASKS = KEYS[1]
 local P = ARGV[2]
-local DEFAULT_CAP = tonumber(ARGV[3])
+-- The default cap in force is the one the workers' upkeep last stored (every call of a replica
+-- whose own ACCOUNT_MAX_RUNNING differs would otherwise place accounts by another cap); ARGV[3]
+-- until one is stored.
+local DEFAULT_KEY = P .. 'defaultcap'
+local DEFAULT_CAP = tonumber(redis.call('GET', DEFAULT_KEY)) or tonumber(ARGV[3])
 local KINDS = {}
 for k in string.gmatch(ARGV[4], '[^,]+') do KINDS[#KINDS + 1] = k end
 local RUNNING = P .. 'running'
@@ -288,15 +292,27 @@ if op == 'submit' then
   promote()
   release(kind)
 elseif op == 'done' or op == 'handback' or op == 'retry' or op == 'cancel' then
-  -- public id; retry: delay in ms.
+  -- public id; handback and retry: the release the run was (only that run's end counts, not a
+  -- late or repeated one), retry: then the delay in ms.
   local id = args[1]
   local r = decode(redis.call('HGET', TASKS, id))
   if not r then
-    if redis.call('HEXISTS', TASKS, id) == 1 then redis.call('HDEL', TASKS, id); skipped[#skipped + 1] = id end
+    if redis.call('HEXISTS', TASKS, id) == 1 then
+      -- Corrupt: off every index it could be in; the counts are rebuilt by the next recount.
+      redis.call('HDEL', TASKS, id)
+      redis.call('ZREM', DELAYED, id)
+      for _, kind in ipairs(KINDS) do
+        redis.call('ZREM', readyKey(kind), id)
+        redis.call('ZREM', inserviceKey(kind), id)
+      end
+      skipped[#skipped + 1] = id
+    end
     answer = 'unknown'
   elseif op == 'done' then
     move(id, r, 'x')
     answer = 'done'
+  elseif (op == 'handback' or op == 'retry') and r.n ~= tonumber(args[2]) then
+    answer = 'stale'
   elseif op == 'handback' then
     -- Its place is kept: still counted, released again at once to the head of its kind's queue.
     answer = r.state
@@ -307,7 +323,7 @@ elseif op == 'done' or op == 'handback' or op == 'retry' or op == 'cancel' then
     end
   elseif op == 'retry' then
     answer = r.state
-    if r.state == 'a' or r.state == 'r' then move(id, r, 'd', NOW + tonumber(args[2])) end
+    if r.state == 'a' or r.state == 'r' then move(id, r, 'd', NOW + tonumber(args[3])) end
   else
     -- A cancelled task leaves its line at once; a released one's job is removed by the caller, an
     -- active one is let go by its worker.
@@ -329,26 +345,85 @@ elseif op == 'leave' then
   for _, kind in ipairs(KINDS) do redis.call('HDEL', slotsKey(kind), ARGV[5]) end
   prune()
 elseif op == 'caps' then
-  -- account, cap pairs: every account's own cap (the others take the default).
-  local wanted, current, changed = {}, {}, {}
+  -- The default cap (ARGV[3], stored for every call), then account, cap pairs: every account's
+  -- own cap (the others take the default).
+  local wanted, current, changed, seen = {}, {}, {}, {}
+  local function change(acct)
+    if not seen[acct] then
+      seen[acct] = true
+      changed[#changed + 1] = acct
+    end
+  end
   for i = 1, #args, 2 do wanted[args[i]] = args[i + 1] end
+  if tonumber(redis.call('GET', DEFAULT_KEY)) ~= tonumber(ARGV[3]) then
+    redis.call('SET', DEFAULT_KEY, ARGV[3])
+    DEFAULT_CAP = tonumber(ARGV[3])
+    -- Every account waiting for work may be placed by another cap now.
+    for _, kind in ipairs(KINDS) do
+      for _, key in ipairs({ eligibleKey(kind), heldKey(kind) }) do
+        for _, acct in ipairs(redis.call('ZRANGE', key, 0, -1)) do change(acct) end
+      end
+    end
+  end
   local flat = redis.call('HGETALL', CAPS)
   for i = 1, #flat, 2 do current[flat[i]] = flat[i + 1] end
   for acct in pairs(current) do
     if wanted[acct] == nil then
       redis.call('HDEL', CAPS, acct)
-      changed[#changed + 1] = acct
+      change(acct)
     end
   end
   for acct, cap in pairs(wanted) do
     if current[acct] ~= cap then
       redis.call('HSET', CAPS, acct, cap)
-      changed[#changed + 1] = acct
+      change(acct)
     end
   end
   caps = {}
   for _, acct in ipairs(changed) do placeAll(acct) end
   answer = #changed
+  releaseAll(true)
+elseif op == 'recount' then
+  -- Rebuilds the running counts from the tasks in service (repairs whatever a corrupt record or a
+  -- lost report left behind) and re-places every account whose count changed.
+  local counts, perKind, changed = {}, {}, {}
+  for _, kind in ipairs(KINDS) do
+    perKind[kind] = {}
+    for _, id in ipairs(redis.call('ZRANGE', inserviceKey(kind), 0, -1)) do
+      local r = decode(redis.call('HGET', TASKS, id))
+      if r and counted(r.state) and r.kind == kind then
+        counts[r.acct] = (counts[r.acct] or 0) + 1
+        perKind[kind][r.acct] = (perKind[kind][r.acct] or 0) + 1
+      else
+        redis.call('ZREM', inserviceKey(kind), id)
+        skipped[#skipped + 1] = id
+      end
+    end
+  end
+  local function rewrite(key, want)
+    local flat = redis.call('HGETALL', key)
+    local have = {}
+    for i = 1, #flat, 2 do have[flat[i]] = tonumber(flat[i + 1]) end
+    for acct, n in pairs(have) do
+      if want[acct] ~= n then
+        changed[acct] = true
+        if want[acct] then redis.call('HSET', key, acct, want[acct]) else redis.call('HDEL', key, acct) end
+      end
+    end
+    for acct, n in pairs(want) do
+      if have[acct] == nil then
+        changed[acct] = true
+        redis.call('HSET', key, acct, n)
+      end
+    end
+  end
+  rewrite(RUNNING, counts)
+  for _, kind in ipairs(KINDS) do rewrite(runningKindKey(kind), perKind[kind]) end
+  runnings = {}
+  for acct in pairs(changed) do
+    placeAll(acct)
+    answer = answer + 1
+  end
   releaseAll(true)
 elseif op == 'lookup' then
   -- public ids: their records (false when unknown).

@@ -91,10 +91,14 @@ export interface TaskScheduler {
   done(publicId: string, report?: WorkerReport): Promise<void>;
   /**
    * A run handed back unfinished (a worker shutting down): the task keeps its place (still counted
-   * as running) and is released again at once, to the head of its kind's queue.
+   * as running) and is released again at once, to the head of its kind's queue. Only the task's
+   * current release (`run.release`) can be handed back: a late or repeated one changes nothing.
    */
   handBack(run: TaskRunRef, report?: WorkerReport): Promise<void>;
-  /** A transient failure: the task runs again after `delayMs`, still counted as running, ahead of its account's other tasks. */
+  /**
+   * A transient failure: the task runs again after `delayMs`, still counted as running, ahead of its
+   * account's other tasks (for the current release only, as `handBack`).
+   */
   retryLater(run: TaskRunRef, delayMs: number, report?: WorkerReport): Promise<void>;
   /** A worker stopping: its slots take no more work. */
   leave(workerId: string): Promise<void>;
@@ -102,6 +106,8 @@ export interface TaskScheduler {
   cancel(kind: TaskKind, publicId: string): Promise<void>;
   /** Releases retries that are due and anything that waits for a free slot. */
   tick(): Promise<void>;
+  /** Rebuilds the running counts from the tasks in service (the sweeper's repair of lost counts). Returns how many accounts changed. */
+  recount(): Promise<number>;
   /** Replaces every account's own cap (accounts not in `caps` take the default). Returns how many changed. */
   setCaps(caps: ReadonlyMap<string, number>): Promise<number>;
   /** What the scheduler holds for each of these tasks (unknown ones are left out). */

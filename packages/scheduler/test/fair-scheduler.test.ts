@@ -221,6 +221,56 @@ describe('fair scheduler', () => {
     expect(await worker.take()).toMatchObject({ publicId: 'task_acctB0' });
   });
 
+  it('only the current release can be handed back or retried: a late or repeated report changes nothing', async () => {
+    const s = scheduler(10);
+    const worker = await new Slots(s, 2).join();
+    await s.submit(KIND, tasks('acctA', 2));
+    const first = (await worker.take())!;
+    await worker.handBack(first);
+    expect((await s.lookup([first.publicId])).get(first.publicId)).toMatchObject({ state: 'ready', release: 2 });
+    // The same hand-back again (a sweeper that saw release 1's job completed): nothing moves.
+    await s.handBack(first);
+    await s.retryLater(first, 1_000);
+    expect((await s.lookup([first.publicId])).get(first.publicId)).toMatchObject({ state: 'ready', release: 2 });
+    expect((await waitingIds()).filter((id) => id!.startsWith(first.publicId))).toEqual([`${first.publicId}-2`]);
+  });
+
+  it("an account held by its cap in another kind is placed again when the default cap changes", async () => {
+    const s = scheduler(2);
+    const worker = await new Slots(s, 5).join();
+    await s.submit(KIND, tasks('acctA', 2));
+    await s.submit(OTHER, tasks('acctA', 1, 'acctAv'));
+    const running = [(await worker.take(KIND))!, (await worker.take(KIND))!];
+    expect(await waitingIds(OTHER)).toEqual([]);
+    // A deploy raises ACCOUNT_MAX_RUNNING: the workers' upkeep stores the new default.
+    const raised = new FairScheduler(redis, queues, { defaultCap: 5 });
+    expect(await raised.setCaps(new Map())).toBe(1);
+    expect(await waitingIds(OTHER)).toEqual(['task_acctAv0']);
+    // Calls of a replica still on the old value use the stored default: A is not held again.
+    for (const run of running) await worker.finish(run);
+    expect(await s.accountLoad('acctA')).toMatchObject({ running: 1, maxRunning: 5 });
+  });
+
+  it('the recount rebuilds running counts a corrupt record left behind', async () => {
+    const s = scheduler(2);
+    const worker = await new Slots(s, 5).join();
+    await s.submit(KIND, tasks('acctA', 4));
+    const run = (await worker.take())!;
+    await worker.finish((await worker.take())!);
+    // The running task's record is broken: its worker's end can no longer tell whose it was.
+    await redis.hset('taskapi:{sched}:tasks', run.publicId, 'garbage');
+    await worker.finish(run);
+    expect(skipped).toContain(run.publicId);
+    // Its count stayed: A looks at its cap of 2 with one task in service, and nothing is released.
+    expect((await s.accountLoad('acctA')).running).toBe(2);
+    expect(await s.inService(KIND)).toHaveLength(1);
+    expect(await s.recount()).toBe(1);
+    // Counted right again, A's room is used at once.
+    expect(await s.inService(KIND)).toHaveLength(2);
+    expect((await s.accountLoad('acctA')).running).toBe(2);
+    expect(await s.recount()).toBe(0);
+  });
+
   it('a retry waits its delay still counted as running, then goes straight back to the head of the queue', async () => {
     const s = scheduler(1);
     const worker = await new Slots(s, 1).join();

@@ -95,15 +95,12 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   const taskQueues = createTaskQueues(queueRedis);
   const webhooks = createWebhookQueue(queueRedis);
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
-  const scheduler = createTaskScheduler(config, queueRedis, taskQueues, (ids) =>
-    logger.warn('scheduling entries skipped (corrupt, or contradicting their record); the sweeper restores their tasks if still pending', { public_ids: ids }),
-  );
+  const scheduler = createTaskScheduler(config, queueRedis, taskQueues, logger);
   // A creation answers once its task is in its account's line; a job released for an idle worker
   // slot is added meanwhile (the sweeper re-adds one whose adding failed).
   const enqueuer = new Batcher<TaskKind, NewTask, void>(async (kind, tasks) => {
     await scheduler.submit(kind, tasks, {
-      queued: (jobs) =>
-        void jobs.catch((err: unknown) => logger.warn('released task jobs not added; the sweeper will add them', { kind, error: (err as Error).message })),
+      queued: (jobs) => void jobs.catch((err: unknown) => logger.warn('released task jobs not added; the sweeper will add them', { kind, error: (err as Error).message })),
     });
     return tasks.map(() => undefined);
   });

@@ -58,9 +58,7 @@ export async function startWorkerService(
   const engineRuns = new Set<Promise<unknown>>();
   const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics });
   const announce = { db: db.pool, redis, webhooks, logger, metrics };
-  const scheduler = createTaskScheduler(config, redis, taskQueues, (ids) =>
-    logger.warn('scheduling entries skipped (corrupt, or contradicting their record); the sweeper restores their tasks if still pending', { public_ids: ids }),
-  );
+  const scheduler = createTaskScheduler(config, redis, taskQueues, logger);
   const report = (send: WorkerSlots['send']) => send((r) => scheduler.report(r));
   const slots = new WorkerSlots(
     config.workerKinds,

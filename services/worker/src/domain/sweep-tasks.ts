@@ -124,17 +124,32 @@ export async function sweepTasks(deps: SweepTasksDeps, kind: TaskKind, graceMs: 
   return result;
 }
 
-/** Frees the places of tasks the scheduler counts as running that have ended (or do not exist). */
+/**
+ * Frees the places of tasks the scheduler counts as running that have ended (or do not exist) and
+ * that no worker holds any more: a task cancelled while its engine runs keeps its place until its
+ * worker lets go of it (that worker tells the scheduler). Then rebuilds the running counts from
+ * what is in service, which repairs counts a lost report or a corrupt entry left behind.
+ */
 async function releaseEnded(deps: SweepTasksDeps, kind: TaskKind): Promise<number> {
   const ids = await deps.scheduler.inService(kind);
-  if (ids.length === 0) return 0;
-  const { rows } = await deps.db.query<{ public_id: string }>({
-    name: 'worker-sweep-in-service',
-    text: 'SELECT public_id FROM tasks WHERE public_id = ANY($1::text[]) AND status IN (0, 10)',
-    values: [ids],
-  });
-  const pending = new Set(rows.map((r) => r.public_id));
-  const ended = ids.filter((id) => !pending.has(id));
-  for (const id of ended) await deps.scheduler.done(id);
-  return ended.length;
+  let freed = 0;
+  if (ids.length > 0) {
+    const { rows } = await deps.db.query<{ public_id: string }>({
+      name: 'worker-sweep-in-service',
+      text: 'SELECT public_id FROM tasks WHERE public_id = ANY($1::text[]) AND status IN (0, 10)',
+      values: [ids],
+    });
+    const pending = new Set(rows.map((r) => r.public_id));
+    const ended = ids.filter((id) => !pending.has(id));
+    const records = await deps.scheduler.lookup(ended);
+    for (const id of ended) {
+      const record = records.get(id);
+      const outcome = record ? (await jobOutcome(deps.taskQueues.queues[kind], taskJobId(id, record.release))).outcome : 'missing';
+      if (outcome === 'pending') continue;
+      await deps.scheduler.done(id);
+      freed++;
+    }
+  }
+  await deps.scheduler.recount();
+  return freed;
 }

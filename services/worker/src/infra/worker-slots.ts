@@ -57,8 +57,10 @@ export class WorkerSlots {
     try {
       await call({ workerId: this.workerId, idle, started });
     } catch (err) {
+      // The scheduler did not take the report: its starts go with the next one, but not those of
+      // runs that have ended meanwhile (their end told the scheduler all it needs).
       for (const run of started) {
-        this.reported.delete(run.publicId);
+        if (!this.reported.delete(run.publicId)) continue;
         this.pending.set(run.publicId, run);
       }
       throw err;
