@@ -7,9 +7,8 @@
 // ANALYZE on a nearly empty table, then a backlog), proves it reproduces the trap with an index of
 // the old shape, and checks every hot statement's custom and generic plans.
 import pg from 'pg';
-import { databaseName } from '@taskapi/db';
 import { finishTask, TaskStatus, type Queryable } from '@taskapi/domain';
-import { recreateDatabase, TEST_DATABASE_URL } from '@taskapi/testing';
+import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
 import { claimAndLoad } from '../../services/webhook-dispatcher/src/domain/claim-and-load';
 import { claimAttempt } from '../../services/webhook-dispatcher/src/domain/claim-attempt';
 import { loadDelivery } from '../../services/webhook-dispatcher/src/domain/load-delivery';
@@ -18,7 +17,7 @@ import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sw
 import { handBackTask, startTask, taskStatus } from '../../services/worker/src/domain/start-task';
 import { pendingTasksPage } from '../../services/worker/src/domain/sweep-tasks';
 
-const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, `/${databaseName(TEST_DATABASE_URL)}_plans`);
+const DATABASE_URL = testDatabaseUrl('plans');
 const BACKLOG = 30_000;
 const DAY_MS = 86_400_000;
 

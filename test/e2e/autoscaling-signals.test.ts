@@ -1,9 +1,9 @@
-// The autoscaling signals of DESIGN §11 on real processes: queue depth and oldest waiting age per
+// The autoscaling signals (docs/operations.md) on real processes: queue depth and oldest waiting age per
 // kind read from a real Redis with real BullMQ jobs (the same on two API replicas), the end-to-end
 // histogram where tasks end (API: cancelled; worker: completed), and HTTP route labels that stay
 // the declared template for every status.
 import { TASK_KINDS } from '@taskapi/domain';
-import { startTcpRelay, TEST_REDIS_URL, waitFor } from '@taskapi/testing';
+import { startTcpRelay, testRedisUrl, waitFor } from '@taskapi/testing';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type CreatedKey, type TestApi } from '../../services/api/test/support/harness';
 import { startSystem, startWorker, type RunningService, type TestSystem } from './support/system';
 import { waitForTask } from './support/tasks';
@@ -166,7 +166,7 @@ describe('autoscaling signals', () => {
   });
 
   it('answer a scrape while Redis is unreachable, leaving the queue gauges out rather than failing', async () => {
-    const target = new URL(TEST_REDIS_URL.replace(/\/\d+$/, `/${REDIS_DB}`));
+    const target = new URL(testRedisUrl(REDIS_DB));
     const relay = await startTcpRelay(target.hostname, Number(target.port || 6379));
     const viaRelay = await startApi({ ...system.env, REDIS_URL: `redis://127.0.0.1:${relay.port}${target.pathname}` });
     try {

@@ -3,7 +3,7 @@
 // own PostgreSQL database, so its sweepers see only its own tasks.
 import fs from 'node:fs';
 import path from 'node:path';
-import { TEST_DATABASE_URL, recreateDatabase, startHttpsReceiver, waitFor, type HttpsReceiver } from '@taskapi/testing';
+import { recreateDatabase, startHttpsReceiver, testDatabaseUrl, waitFor, type HttpsReceiver } from '@taskapi/testing';
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
 import { sweepTasks } from '../../services/worker/src/domain/sweep-tasks';
@@ -13,7 +13,7 @@ import { flushRedis, startDispatcher, startSystem, startWorker, type Running, ty
 import { deliveriesOf, waitForTask } from './support/tasks';
 
 const REDIS_DB = 10;
-const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, '/taskapi_test_redis_loss');
+const DATABASE_URL = testDatabaseUrl('redis_loss');
 
 describe('Redis loss', () => {
   let system: TestSystem;

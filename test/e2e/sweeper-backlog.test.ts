@@ -6,15 +6,14 @@
 // the server's command statistics are this test's alone.
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { databaseName } from '@taskapi/db';
 import { createLogger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, deliveryJobId, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
-import { recreateDatabase, startPrivateRedis, TEST_DATABASE_URL, type PrivateRedis } from '@taskapi/testing';
+import { recreateDatabase, startPrivateRedis, testDatabaseUrl, type PrivateRedis } from '@taskapi/testing';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
 import { FairScheduler } from '@taskapi/scheduler';
 import { sweepTasks } from '../../services/worker/src/domain/sweep-tasks';
 
-const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, `/${databaseName(TEST_DATABASE_URL)}_sweeper_backlog`);
+const DATABASE_URL = testDatabaseUrl('sweeper_backlog');
 const BACKLOG = 3_000;
 /** Every this many, the job is missing (Redis lost it). */
 const MISSING_EVERY = 500;

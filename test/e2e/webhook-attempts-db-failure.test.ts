@@ -3,13 +3,12 @@
 // the receiver cuts while it holds attempt 1's answer; the API and the worker keep their direct
 // connections, so the test can read the database throughout. This file uses its own PostgreSQL
 // database, so the sweeper it runs sees only its own deliveries.
-import { databaseName } from '@taskapi/db';
 import { deliveryJobId } from '@taskapi/queue';
 import {
   recreateDatabase,
   startHttpsReceiver,
   startTcpRelay,
-  TEST_DATABASE_URL,
+  testDatabaseUrl,
   waitFor,
   type HttpsReceiver,
   type ReceiverReply,
@@ -26,7 +25,7 @@ const REDIS_DB = 5;
 const DELAYS = [300, 600, 900, 1200, 1500];
 /** A claim older than any live run's request timeout plus recording time. */
 const DEAD_CLAIM_TIME = () => new Date(Date.now() - 10 * 60_000);
-const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, `/${databaseName(TEST_DATABASE_URL)}_webhook_attempts`);
+const DATABASE_URL = testDatabaseUrl('webhook_attempts');
 
 interface AttemptRow {
   attempt_number: number;

@@ -25,3 +25,19 @@ export async function recreateDatabase(url: string, opts: { migrate?: boolean } 
   });
   if (opts.migrate !== false) await applyMigrations(url);
 }
+
+/**
+ * Drops the databases a test run created (its own and its files' `<name>_<suffix>` ones): only
+ * databases the suite created (owner comment), whose names start with `url`'s.
+ */
+export async function dropTestDatabases(url: string): Promise<string[]> {
+  const name = databaseName(url);
+  return withServerClient(url, async (client) => {
+    const { rows } = await client.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE (datname = $1 OR starts_with(datname, $1 || '_')) AND shobj_description(oid, 'pg_database') = $2`,
+      [name, OWNER_COMMENT],
+    );
+    for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(datname)} WITH (FORCE)`);
+    return rows.map((r) => r.datname);
+  });
+}

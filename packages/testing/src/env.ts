@@ -2,9 +2,28 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '@taskapi/config';
 
-/** The suite's own database and Redis database, so a test run never touches development data. */
+/**
+ * The suite's own PostgreSQL database and Redis database. `npm test` sets both per run (the test
+ * setup starts a Redis server of the run's own and names the database uniquely, see
+ * test/global-setup.ts), so a run never touches development data, another project, or a second
+ * run in another clone. The defaults serve a test file started without the setup.
+ */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/taskapi_test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+
+/** A database of a test file's own beside the run's (`<run's database>_<suffix>`), e.g. for its own sweepers. */
+export function testDatabaseUrl(suffix: string): string {
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `${url.pathname}_${suffix}`;
+  return url.toString();
+}
+
+/** The run's Redis server with another database number (a test file's own, so its workers see only its jobs). */
+export function testRedisUrl(db: number): string {
+  const url = new URL(TEST_REDIS_URL);
+  url.pathname = `/${db}`;
+  return url.toString();
+}
 
 /** Fixed test secrets (never used outside tests). */
 const TEST_SECRETS = {

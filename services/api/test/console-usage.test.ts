@@ -4,14 +4,14 @@
 // own: queued tasks days old would otherwise be picked up by other test files' sweepers.
 import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
-import { TEST_DATABASE_URL, recreateDatabase } from '@taskapi/testing';
+import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
 import { API_ERRORS } from '../src/errors';
 import { USAGE_SINCE } from '../src/repositories/tasks';
 import { usageReportSchema } from '../src/schemas/usage';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
 const DAY_MS = 86_400_000;
-const DATABASE_URL = TEST_DATABASE_URL.replace(/\/[^/]+$/, '/taskapi_test_console_usage');
+const DATABASE_URL = testDatabaseUrl('console_usage');
 type Kind = 'video-generation' | 'image-generation' | 'face-detection';
 type End = 'queued' | 'completed' | 'failed' | 'cancelled';
 

@@ -5,7 +5,7 @@ import tls from 'node:tls';
 import type { Config } from '@taskapi/config';
 import { createLogger, type Logger } from '@taskapi/logger';
 import { connectBackends, type Backends } from '@taskapi/service';
-import { claimRedisDb, descendants, isAlive, TEST_REDIS_URL, testCa, testConfig, testEnv, waitFor } from '@taskapi/testing';
+import { claimRedisDb, descendants, isAlive, testCa, testConfig, testEnv, testRedisUrl, waitFor } from '@taskapi/testing';
 import { startDispatcherService } from '../../../services/webhook-dispatcher/src/dispatcher-service';
 import { startWorkerService } from '../../../services/worker/src/worker-service';
 import { startApi, type TestApi } from '../../../services/api/test/support/harness';
@@ -13,9 +13,7 @@ import { startApi, type TestApi } from '../../../services/api/test/support/harne
 const ROOT = path.resolve(__dirname, '../../..');
 
 /** A Redis URL for one test file's own database, so its workers never take other files' jobs. */
-export function redisUrl(db: number): string {
-  return TEST_REDIS_URL.replace(/\/\d+$/, `/${db}`);
-}
+export const redisUrl = testRedisUrl;
 
 /** Empties a test Redis database (only one the suite owns: see `claimRedisDb`). */
 export const flushRedis = claimRedisDb;
