@@ -1,9 +1,10 @@
-// The route table (http/mount-routes.ts) serves the registry as Express's router did: paths match
-// case-insensitively and with an optional trailing slash, HEAD is answered by the GET route, a
-// scope authenticates before anything below it is matched or decoded, a route outside any scope
-// decodes its parameters when it is matched, and `If-None-Match: *` gets a 304. Two answers
-// differ from Express's, on purpose: OPTIONS, and a path of another method's route with an
-// undecodable parameter, are the generic 404 (Express answered 200 with `Allow`, and 400).
+// The registry's router (http/mount-routes.ts, find-my-way) serves it as Express's router did:
+// paths match case-insensitively and with an optional trailing slash, HEAD is answered by the GET
+// route, a scope authenticates before anything below it is matched or decoded, and `If-None-Match:
+// *` gets a 304. Where find-my-way's own behaviour differs from Express's, it is followed:
+// OPTIONS is the generic 404 (Express answered 200 with `Allow`), and a path below /api whose
+// percent-encoding is malformed is a 400 for every method the registry has routes of, matched or
+// not (Express: 400 only when a route matched it, else 404); a method no route has is a 404.
 import { request } from 'undici';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
@@ -24,7 +25,7 @@ afterAll(async () => {
   await api.close();
 });
 
-describe('the route table', () => {
+describe("the registry's router", () => {
   it('matches paths case-insensitively and with a trailing slash', async () => {
     for (const path of [`/api/tasks/${taskId}`, `/API/Tasks/${taskId}`, `/api/tasks/${taskId}/`]) {
       const res = await api.req('GET', path, { headers: withKey(key) });
@@ -90,16 +91,23 @@ describe('the route table', () => {
     expect((await get('POST', `/api/tasks/${taskId}/cancel`, { 'if-none-match': '*' })).status).toBe(200);
   });
 
-  it('answers OPTIONS, and a path of another method with an undecodable parameter, with the generic 404 (after authentication)', async () => {
+  it('answers OPTIONS with the generic 404, and a malformed path with a 400 for every method it has routes of (both after a scope authenticates)', async () => {
     expect((await api.req('OPTIONS', `/api/tasks/${taskId}`)).status).toBe(401);
+    expect((await api.req('GET', '/api/tasks/%ZZ/cancel')).status).toBe(401);
     for (const [method, path] of [
       ['OPTIONS', `/api/tasks/${taskId}`],
       ['OPTIONS', '/api/openapi.json'],
-      ['GET', '/api/tasks/%ZZ/cancel'],
       ['DELETE', '/api/files/x/%ZZ'],
     ] as const) {
       const res = await api.req(method, path, { headers: withKey(key) });
       expect({ method, path, status: res.status, body: res.body }).toEqual({ method, path, status: 404, body: { message: 'Not found.' } });
+    }
+    for (const [method, path] of [
+      ['GET', '/api/tasks/%ZZ/cancel'],
+      ['POST', '/api/files/x/%ZZ'],
+    ] as const) {
+      const res = await api.req(method, path, { headers: withKey(key) });
+      expect({ method, path, status: res.status, json: res.headers.get('content-type') }).toEqual({ method, path, status: 400, json: expect.stringMatching(/^application\/json/) });
     }
   });
 

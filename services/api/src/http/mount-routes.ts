@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { z } from 'zod';
 import type { ApiDeps } from '../deps';
 import { ApiError, type FixedCode } from '../errors';
@@ -22,7 +23,7 @@ function hasBody(req: Request): boolean {
 }
 
 /**
- * JSON body parser for one route (DESIGN §13): a body must be `application/json` in UTF-8, else
+ * JSON body parser for one route (docs/architecture.md, hostile input): a body must be `application/json` in UTF-8, else
  * 415, before a byte of it is parsed; strict bodies also keep their raw text.
  */
 function jsonBody(limit: number, strict: boolean): RequestHandler {
@@ -72,7 +73,7 @@ function parsedWhenAbsent(schema: z.ZodType | undefined): unknown {
   return result.success ? Object.freeze(result.data) : undefined;
 }
 
-/** Throws the 400 of DESIGN §13 when an input holds text PostgreSQL cannot store. */
+/** Throws the 400 for text PostgreSQL cannot store (docs/architecture.md, hostile input) when an input holds text PostgreSQL cannot store. */
 function refuseUnstorable(value: unknown, place: InputPlace, verbatim?: readonly string[]): void {
   const problems = unstorableStrings(value, verbatim);
   if (problems.length) throw invalidInput(problems, place);
@@ -145,53 +146,6 @@ function invoke(route: Route, deps: ApiDeps): RequestHandler {
   };
 }
 
-/** A path parameter as Express decodes it; undecodable → 400 (Express: "Failed to decode param"). */
-function decodeParam(value: string): string {
-  if (!value.includes('%')) return value;
-  try {
-    return decodeURIComponent(value);
-  } catch (err) {
-    if (err instanceof URIError) throw new ApiError('MALFORMED_REQUEST', { status: 400 });
-    throw err;
-  }
-}
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^$()|[\]\\{}]/g, '\\$&');
-
-interface CompiledRoute {
-  route: Route;
-  pattern: RegExp;
-  paramNames: string[];
-  /** What runs for a request of this route, in order. */
-  chain: RequestHandler[];
-}
-
-/**
- * `/api/tasks/{publicId}` → a regular expression with one group per parameter, matching as
- * Express's router does: case-insensitively, one segment per parameter, an optional trailing slash.
- */
-function compilePath(path: string): { pattern: RegExp; paramNames: string[] } {
-  const paramNames: string[] = [];
-  const source = path
-    .split(/(\{\w+\})/)
-    .map((part) => {
-      const param = /^\{(\w+)\}$/.exec(part);
-      if (!param) return escapeRegExp(part);
-      paramNames.push(param[1] as string);
-      return '([^/]+)';
-    })
-    .join('');
-  return { pattern: new RegExp(`^${source}/?$`, 'i'), paramNames };
-}
-
-/** Number of segments of a path, a trailing slash ignored: `/api/tasks/` and `/api/tasks` have 2. */
-function segmentCount(path: string): number {
-  let n = 0;
-  const end = path.length > 1 && path.endsWith('/') ? path.length - 1 : path.length;
-  for (let i = 0; i < end; i++) if (path.charCodeAt(i) === 47) n++;
-  return n;
-}
-
 /** Runs handlers in order, Express-style: each calls `next()` to go on, `next(err)` or throws to stop. */
 function runChain(chain: readonly RequestHandler[], req: Request, res: Response, done: NextFunction): void {
   let i = 0;
@@ -216,13 +170,14 @@ function runChain(chain: readonly RequestHandler[], req: Request, res: Response,
 }
 
 /**
- * Serves every route of the registry from one middleware: the request's method and path select its
- * route from a table compiled once (per method, by number of segments, in registry order), and the
- * route's handlers run directly — authentication, body parser, the validated call. Express's router
- * would walk a layer per route and middleware and match each against the path; on the hot routes
- * that walk cost more than the rest of the request. Paths below an authentication scope that no
- * route matches are authenticated, then left to the rest of the app (404); every other path is too.
- * `authenticate` gives the middleware for each kind of authentication.
+ * Serves every route of the registry from one middleware, routed by `find-my-way` (the router
+ * Fastify uses: a radix tree, built once): paths match case-insensitively and with an optional
+ * trailing slash, HEAD by the GET route, and path parameters arrive decoded. Then the route's
+ * handlers run — authentication, body parser, the validated call. Paths below an authentication
+ * scope are authenticated before anything else (a scope's unknown path answers 401 without
+ * credentials, like a known one); a path below /api whose percent-encoding is malformed is a 400,
+ * as the router finds it (after the scope's authentication); every other path is left to the rest
+ * of the app. `authenticate` gives the middleware for each kind of authentication.
  */
 export function mountRoutes(
   app: express.Express,
@@ -235,52 +190,48 @@ export function mountRoutes(
     const lower = path.toLowerCase();
     return scopes.find((s) => lower === s.prefix || lower.startsWith(`${s.prefix}/`));
   };
-  const table = new Map<string, Map<number, CompiledRoute[]>>();
+  const badUrl: RequestHandler = (_req, _res, next) => next(new ApiError('MALFORMED_REQUEST', { status: 400 }));
+  const router = FindMyWay<FindMyWay.HTTPVersion.V1>({
+    caseSensitive: false,
+    ignoreTrailingSlash: true,
+    // File names are parameters too; longer than this is no route (404).
+    maxParamLength: 1000,
+    onBadUrl: () => undefined,
+  });
   for (const route of routes) {
     const scope = scopeOf(route.path);
     if (scope && scope.auth !== route.auth) throw new Error(`${route.operationId}: ${route.path} is under ${scope.prefix}, which requires ${scope.auth}`);
-    const { pattern, paramNames } = compilePath(route.path);
-    // The table put the parameters as matched (still encoded) in `req.params`.
-    const decode: RequestHandler = (req, _res, next) => {
-      for (const name of paramNames) req.params[name] = decodeParam(req.params[name] as string);
-      next();
-    };
-    const chain: RequestHandler[] = [];
-    // As Express did: a scope authenticates before its routes are matched (so before a parameter is
-    // decoded); a route outside any scope has its parameters decoded when matched, before its own
-    // authentication.
-    if (route.auth !== 'none') chain.push(authenticate[route.auth]);
-    if (paramNames.length) chain.splice(scope ? chain.length : 0, 0, decode);
-    if (route.body) chain.push(jsonBody(route.body.limit, route.body.strict ?? false));
-    chain.push(invoke(route, deps));
-
-    const method = route.method.toUpperCase();
-    const byLength = table.get(method) ?? new Map<number, CompiledRoute[]>();
-    table.set(method, byLength);
-    const segments = segmentCount(route.path);
-    byLength.set(segments, [...(byLength.get(segments) ?? []), { route, pattern, paramNames, chain }]);
+    const served: Served = { route, chain: [] };
+    if (route.auth !== 'none') served.chain.push(authenticate[route.auth]);
+    if (route.body) served.chain.push(jsonBody(route.body.limit, route.body.strict ?? false));
+    served.chain.push(invoke(route, deps));
+    const methods: HTTPMethod[] = route.method === 'get' ? ['GET', 'HEAD'] : [route.method.toUpperCase() as HTTPMethod];
+    router.on(methods, expressPath(route.path), () => undefined, served);
   }
 
   const dispatch: RequestHandler = (req, res, next) => {
-    const path = req.path;
-    // Express answers HEAD with the GET route (Node leaves the body out).
-    const candidates = table.get(req.method === 'HEAD' ? 'GET' : req.method)?.get(segmentCount(path));
-    for (const c of candidates ?? []) {
-      const match = c.pattern.exec(path);
-      if (!match) continue;
-      const params: Record<string, string> = {};
-      c.paramNames.forEach((name, i) => {
-        params[name] = match[i + 1] as string;
-      });
-      req.params = params;
-      locals(res).route = c.route.path;
-      runChain(c.chain, req, res, next);
+    const found = router.find(req.method as HTTPMethod, req.path);
+    const served = found?.store as Served | null | undefined;
+    if (served) {
+      req.params = found!.params as Record<string, string>;
+      locals(res).route = served.route.path;
+      runChain(served.chain, req, res, next);
       return;
     }
-    const scope = scopeOf(path);
-    if (scope) runChain([authenticate[scope.auth]], req, res, next);
+    const scope = scopeOf(req.path);
+    // `found` without a route: the router could not decode the path. Below /api that is the API's
+    // 400; elsewhere (console pages, docs) the rest of the app answers in its own way.
+    const rest = found && /^\/api\//i.test(req.path) ? [badUrl] : [];
+    if (scope) runChain([authenticate[scope.auth], ...rest], req, res, next);
+    else if (rest.length) runChain(rest, req, res, next);
     else next();
   };
   // What it serves, as `METHOD /express/:path`, for the test that compares the app with its document.
   app.use(Object.assign(dispatch, { served: routes.map((r) => `${r.method.toUpperCase()} ${expressPath(r.path)}`) }));
+}
+
+/** What the router holds for a route: the route, and the handlers that serve it, in order. */
+interface Served {
+  route: Route;
+  chain: RequestHandler[];
 }
