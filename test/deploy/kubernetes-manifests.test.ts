@@ -177,7 +177,7 @@ describe('deploy/kubernetes', () => {
     }
   });
 
-  it('gives each service the grace period its shutdown path needs (README "Shutdown, per service")', () => {
+  it('gives each service the grace period its shutdown path needs (docs/operations.md "Shutdown")', () => {
     const env = configMap.data as Record<string, string>;
     const grace = (component: string) => deploymentsOf(component).map((d) => d.spec.template.spec.terminationGracePeriodSeconds as number);
     // API: drain, then in-flight requests for at most 10 s more; at least drain + 20 s.
@@ -252,7 +252,7 @@ describe('deploy/kubernetes', () => {
     expect(inSecret).toContain(dbRef.valueFrom.secretKeyRef.key);
   });
 
-  it('keeps the README\'s PostgreSQL connection budget in step with the replica limits', () => {
+  it('keeps the PostgreSQL connection budget of docs/operations.md in step with the replica limits', () => {
     const env = configMap.data as Record<string, string>;
     // Pool sizes as the processes size them: the API from DATABASE_POOL_SIZE
     // (services/api/src/deps.ts); a worker WORKER_CONCURRENCY × its kinds + 2
@@ -262,8 +262,8 @@ describe('deploy/kubernetes', () => {
     const workerMax = ofKind('ScaledObject').reduce((sum, s) => sum + s.spec.maxReplicaCount * (Number(env.WORKER_CONCURRENCY) + 2), 0);
     const dispatcherMax = deploymentsOf('dispatcher').reduce((sum, d) => sum + d.spec.replicas * (Math.min(Number(env.DISPATCHER_CONCURRENCY), 20) + 2), 0);
     const total = apiMax + workerMax + dispatcherMax + 1;
-    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Deploying on Kubernetes'));
+    const guide = fs.readFileSync(path.join(ROOT, 'docs/operations.md'), 'utf8');
+    const section = guide.slice(guide.indexOf('## Deploying on Kubernetes'));
     expect(section).toContain(`**${total}** connections`);
   });
 });

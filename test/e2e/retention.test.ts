@@ -1,4 +1,4 @@
-// Retention (RETENTION_DAYS, DESIGN §11): the worker's retention job deletes the stored inputs and
+// Retention (RETENTION_DAYS, docs/operations.md): the worker's retention job deletes the stored inputs and
 // outputs of terminal tasks that finished more than RETENTION_DAYS ago, once across replicas, and
 // the API then answers 410 on their file routes. Real PostgreSQL, Redis and file store (fs; one
 // case on S3: OpenStack Swift's s3api, whose batch delete the job uses).

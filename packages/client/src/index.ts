@@ -1,4 +1,4 @@
-// @taskapi/client: the Task API from JavaScript and TypeScript (DESIGN §12). No runtime
+// @taskapi/client: the Task API from JavaScript and TypeScript (packages/client/README.md). No runtime
 // dependencies; fetch and Web Crypto only, so it runs in Node ≥ 20, browsers and edge runtimes.
 export { TaskApi, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, type TaskApiOptions } from './client';
 export { TaskApiError, TaskApiConnectionError, TaskApiTimeoutError, TaskWaitTimeoutError, WebhookVerificationError } from './errors';

@@ -1,5 +1,5 @@
 // Webhook verification with Web Crypto only, so it runs in Node, browsers, Deno, Bun and edge
-// runtimes alike. Both signatures the API sends are checked (DESIGN §7, §12):
+// runtimes alike. Both signatures the API sends are checked (docs/webhooks.md):
 //   X-Signature       lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the secret's
 //                     text (`whsec_…`, as UTF-8);
 //   webhook-signature Standard Webhooks: `v1,` + base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`,

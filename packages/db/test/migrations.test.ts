@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { TEST_DATABASE_URL } from '@taskapi/testing';
 import { applyMigrations, listMigrations, MIGRATIONS_DIR, SQL_ONLY_CONSTRAINTS, SQL_ONLY_FUNCTIONS } from '../src';
+import { REWORDED_MIGRATIONS } from '../src/migrate';
 
 // Prisma's own reading of prisma/schema.prisma, written by the dmmf-snapshot generator.
 import dmmf from '../src/generated/dmmf.json';
@@ -324,6 +325,26 @@ describe('the offline migration runner', () => {
     }
     const second = await applyMigrations(url);
     expect(second).toEqual({ applied: [], alreadyApplied: first.applied });
+  });
+
+  it('takes a reworded migration applied with its earlier checksum, and records the new one; any other checksum is still refused', async () => {
+    const url = await scratchDatabase();
+    await applyMigrations(url);
+    const [name, [earlier]] = Object.entries(REWORDED_MIGRATIONS)[0]!;
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      const setChecksum = (checksum: string) => c.query('UPDATE "_prisma_migrations" SET checksum = $2 WHERE migration_name = $1', [name, checksum]);
+      await setChecksum(earlier!);
+      const lines: string[] = [];
+      expect((await applyMigrations(url, { log: (l) => lines.push(l) })).applied).toEqual([]);
+      expect(lines).toEqual([`migration ${name}: reworded comment, checksum updated`]);
+      expect((await rows(url)).find((r) => r.migration_name === name).checksum).toBe(listMigrations().find((m) => m.name === name)!.checksum);
+      await setChecksum('0'.repeat(64));
+      await expect(applyMigrations(url)).rejects.toThrow(/was edited after it was applied/);
+    } finally {
+      await c.end();
+    }
   });
 
   it('is safe when several processes migrate at once', async () => {

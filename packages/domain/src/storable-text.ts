@@ -1,4 +1,4 @@
-// PostgreSQL text cannot hold a NUL character or half of a UTF-16 surrogate pair (DESIGN §13).
+// PostgreSQL text cannot hold a NUL character or half of a UTF-16 surrogate pair (docs/architecture.md, hostile input).
 // Input that holds one is refused at the API's edge; text the service itself stores from outside
 // (a receiver's answer, an engine's message) is mended with these.
 const UNSTORABLE_SOURCE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.source;

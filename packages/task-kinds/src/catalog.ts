@@ -32,7 +32,7 @@ const TEXT_BODY_LIMIT = 1024 * 1024;
 
 /**
  * Every task kind, in the order lists show them. A new kind also needs its built-in engine and a
- * migration adding it to the `task_kind` enum (README, *Adding a task kind*).
+ * migration adding it to the `task_kind` enum (docs/architecture.md, *Adding a task kind*).
  */
 export const TASK_KIND_CATALOG = {
   'video-generation': {

@@ -1,4 +1,4 @@
--- Retention (RETENTION_DAYS, DESIGN §11): the worker's retention job deletes the stored inputs and
+-- Retention (RETENTION_DAYS, docs/operations.md): the worker's retention job deletes the stored inputs and
 -- outputs of terminal tasks that finished more than RETENTION_DAYS ago. The row stays, with
 -- `files = []` and the time its files went. A nullable column: replicas of the previous release
 -- neither read nor write it (expand only).

@@ -1,7 +1,7 @@
 /**
  * Every error the API can answer with: one closed set of codes, each with its HTTP status, its
- * message and whether retrying the same request can succeed. The spec's exact messages (DESIGN
- * §3–§6) live here and nowhere else. Code below `domain/` throws `ApiError(code)`; only the error
+ * message and whether retrying the same request can succeed. The messages promised to integrators
+ * word for word (docs/api.md) live here and nowhere else. Code below `domain/` throws `ApiError(code)`; only the error
  * middleware (`http/error-handler.ts`) turns one into a response.
  */
 
@@ -14,8 +14,8 @@ interface ErrorSpec<P = undefined> {
   /** Seconds for `Retry-After` when the error does not carry its own `retry_after`. */
   retryAfter?: number;
   /**
-   * A validation failure about one input: the body lists it in `errors` (DESIGN §13) — that
-   * input's name, or `true` for the `name` the throw site gives.
+   * A validation failure about one input: the body lists it in `errors` (docs/architecture.md,
+   * hostile input) — that input's name, or `true` for the `name` the throw site gives.
    */
   field?: string | true;
 }
@@ -38,7 +38,7 @@ interface Problem {
 }
 
 export const API_ERRORS = {
-  // Authentication and rate limits (DESIGN §3, §6).
+  // Authentication and rate limits (docs/api.md).
   API_KEY_REQUIRED: fixed(401, 'API key required.'),
   INVALID_API_KEY: fixed(401, 'Invalid API key.'),
   TRIAL_KEY_EXPIRED: fixed(401, 'This trial API key has expired.'),
@@ -51,7 +51,7 @@ export const API_ERRORS = {
   OPERATOR_LOGIN_REQUIRED: fixed(401, 'Operator credentials required.'),
   OPERATOR_LOGIN_DISABLED: fixed(403, 'Bull Board is disabled: set ADMIN_USER and ADMIN_PASSWORD.'),
 
-  // Tasks (DESIGN §4, §5).
+  // Tasks (docs/api.md).
   TASK_NOT_FOUND: fixed(404, 'Task not found.'),
   TASK_ALREADY_FINISHED: fixed(409, 'Task is already finished.'),
   FILE_NOT_FOUND: fixed(404, 'File not found.'),

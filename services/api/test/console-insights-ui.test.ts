@@ -2,7 +2,7 @@
 // against a real API on PostgreSQL and Redis: the dashboard's usage charts, and a task's page with
 // its result as people look at it (thumbnail, video player, face boxes on the uploaded image) and
 // every webhook attempt. Screenshots go to a temp folder, or with UPDATE_SCREENSHOTS=1 to
-// docs/screenshots/ for the README.
+// docs/screenshots/ for docs/console.md.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -321,8 +321,16 @@ describe('console usage charts and task details in a real browser', () => {
     const image = twoAstronauts();
     const publicId = await uploadFaceTask(image);
     const deliveryId = await finish(publicId, { status: TaskStatus.completed, result: { face_coordinates: TWO_FACES } });
-    // Three attempts as the dispatcher records them: a timeout, a 500, then success.
+    // Three attempts as the dispatcher records them: a timeout, a 500, then success; the task and
+    // its delivery moved back in time with them, so every time shown follows the one before.
     const t0 = Date.now() - 120_000;
+    await api.deps.db.pool.query('UPDATE tasks SET created_at = $2, started_at = $3, finished_at = $4 WHERE public_id = $1', [
+      publicId,
+      new Date(t0 - 8_000),
+      new Date(t0 - 6_000),
+      new Date(t0 - 1_000),
+    ]);
+    await api.deps.db.pool.query('UPDATE webhook_deliveries SET created_at = $2 WHERE id = $1', [deliveryId, new Date(t0 - 1_000)]);
     await api.deps.db.pool.query(
       `INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, status_code, error, response_excerpt)
        VALUES ($1, 1, $2, 10004, NULL, 'timed out', NULL), ($1, 2, $3, 143, 500, 'HTTP 500', 'upstream unavailable'), ($1, 3, $4, 87, 200, NULL, '{"ok":true}')`,

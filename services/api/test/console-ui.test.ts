@@ -1,7 +1,7 @@
 // The console at /app in a real headless Chromium (Debian's `chromium`, driven by playwright-core)
 // against a real API on PostgreSQL and Redis. Every step uses real clicks, typing and keys, and
 // waits for conditions. Screenshots of each page go to a temp folder, or with UPDATE_SCREENSHOTS=1
-// to docs/screenshots/ for the README (so a test run never modifies the work tree).
+// to docs/screenshots/ for docs/console.md (so a test run never modifies the work tree).
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';

@@ -1,4 +1,4 @@
-// DESIGN §13 at the edge: text PostgreSQL cannot store, bodies that are not UTF-8 JSON, session
+// Hostile input at the edge (docs/architecture.md): text PostgreSQL cannot store, bodies that are not UTF-8 JSON, session
 // tokens signed with our secret but carrying claims of the wrong shape, and what validation says.
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
@@ -22,7 +22,7 @@ function forgeToken(secret: string, claims: Record<string, unknown>): string {
   return `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`;
 }
 
-describe('hostile input (DESIGN §13)', () => {
+describe('hostile input (docs/architecture.md, hostile input)', () => {
   let api: TestApi;
   let account: TestAccount;
   let key: CreatedKey;

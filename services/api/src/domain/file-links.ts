@@ -1,5 +1,5 @@
 // `files[].url` of the task API: a link that needs no API key and expires after
-// FILE_URL_TTL_SECONDS (DESIGN §11). With an S3 store, a presigned GET of the object; otherwise the
+// FILE_URL_TTL_SECONDS (docs/operations.md). With an S3 store, a presigned GET of the object; otherwise the
 // API's signed-file route, `/api/files/{public_id}/{name}?expires=…&signature=…`, with an HMAC bound
 // to the task, the file name and the expiry.
 import { createHmac, createSecretKey, hkdfSync, timingSafeEqual, type KeyObject } from 'node:crypto';

@@ -168,7 +168,7 @@ export function rateLimitHeader(state: WindowState): string {
 }
 
 /**
- * Per-key rate limits (DESIGN §6). Requests of one key that arrive while its previous script call
+ * Per-key rate limits (docs/api.md, rate limits). Requests of one key that arrive while its previous script call
  * is in flight wait for it and are then decided together by the next call ("group commit", see
  * `Batcher`): under load one round trip and one script run serve many requests, and an idle key's
  * request goes at once, alone. Every request is still decided by one atomic script call on the

@@ -3,7 +3,7 @@ import type { RedisClient } from '@taskapi/service';
 import { z } from 'zod';
 import { isId, newId } from '@taskapi/ids';
 
-/** Console sessions last 12 hours (DESIGN §3). */
+/** Console sessions last 12 hours (docs/api.md). */
 export const SESSION_TTL_SECONDS = 12 * 3600;
 const ISSUER = 'task-api';
 const AUDIENCE = 'task-api-console';
@@ -25,7 +25,7 @@ export interface VerifiedSession {
 const CLOCK_SKEW_SECONDS = 60;
 
 /**
- * The claims a session is honoured with (DESIGN §13). A token signed with our secret could still
+ * The claims a session is honoured with (docs/architecture.md, hostile input). A token signed with our secret could still
  * carry claims of the wrong shape (an older release, a test tool, a leaked secret being probed):
  * ids of our own format and times that make sense, or no session at all.
  */

@@ -101,7 +101,7 @@ const UNSTORABLE_PROBLEM = 'must not contain a NUL character or an unpaired UTF-
 const MAX_REPORTED = 20;
 
 /**
- * Every string of a request input that PostgreSQL text could not store (DESIGN §13): a NUL
+ * Every string of a request input that PostgreSQL text could not store (docs/architecture.md, hostile input): a NUL
  * character or an unpaired surrogate, in a value or an object key, at any depth. Iterative, so a
  * deeply nested body cannot overflow the stack. `skip` names top-level members kept verbatim.
  */

@@ -1,4 +1,4 @@
-// The webhook the service sends to a task's `callback_url` (DESIGN §7), as an OpenAPI 3.1 `webhooks` entry.
+// The webhook the service sends to a task's `callback_url` (docs/webhooks.md), as an OpenAPI 3.1 `webhooks` entry.
 import type { z } from 'zod';
 import { webhookEventSchema } from '../schemas/tasks';
 

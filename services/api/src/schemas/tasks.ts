@@ -1,4 +1,4 @@
-// The task JSON the API sends (DESIGN §4) and the webhook body (DESIGN §7). The API renders task
+// The task JSON the API sends (docs/api.md) and the webhook body (docs/webhooks.md). The API renders task
 // JSON as text (payload is echoed byte for byte, see domain/task-view.ts); these schemas describe
 // it for the OpenAPI document and the SDK, and the contract tests parse real responses with them.
 import { z } from 'zod';

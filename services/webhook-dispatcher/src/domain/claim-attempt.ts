@@ -17,7 +17,7 @@ export const insertClaimedAttempt = (startedAt: string) => `INSERT INTO webhook_
 // recorded. Of two dispatchers racing for a number, one gets it; the other sends nothing.
 // Upgrading from dispatchers that predate the claim: they know nothing of in-flight rows (an old
 // sweeper could schedule attempt N+1 while N is in flight), so stop the old dispatchers before
-// the new ones start (README, *Operations*); rows they wrote default to recorded (in_flight = false).
+// the new ones start (docs/operations.md, *Upgrade notes*); rows they wrote default to recorded (in_flight = false).
 const CLAIM_SQL = `
 WITH d AS (
   UPDATE webhook_deliveries d

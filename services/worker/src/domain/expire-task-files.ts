@@ -30,7 +30,7 @@ interface ExpiringTaskRow {
 }
 
 /**
- * Retention (DESIGN §11): deletes the stored inputs and outputs of terminal tasks that finished
+ * Retention (docs/operations.md): deletes the stored inputs and outputs of terminal tasks that finished
  * more than `retentionDays` ago, `batchSize` tasks at a time, and marks their rows (`files = []`,
  * `files_expired_at`, no `task_inputs` row). Objects go first and the row after: a crash in between
  * leaves a row that still matches and is done again on the next run (deleting a missing object is

@@ -50,7 +50,7 @@ export async function sendTaskFile(
   cacheControl = 'private, max-age=86400, immutable',
 ): Promise<{ sent: true }> {
   if (!row) throw new ApiError('TASK_NOT_FOUND');
-  // Retention deleted them (DESIGN §11): gone for good, whichever name is asked for.
+  // Retention deleted them (docs/operations.md): gone for good, whichever name is asked for.
   if (row.files_expired_at) throw new ApiError('FILES_EXPIRED');
   const file = FILE_NAME_SCHEMA.safeParse(name).success ? taskFiles(row).find((f) => f.name === name) : undefined;
   if (!file) throw new ApiError('FILE_NOT_FOUND');
