@@ -137,82 +137,103 @@ class BatchTransport extends TransportStream {
   }
 }
 
-/** Where each logger made by `createLogger` writes, for `flatLineWriter`. */
-const destinations = new WeakMap<Logger, { service: string; batch: LineBatch }>();
-
-/** A winston logger writing one JSON object per line to stdout, with secrets redacted. */
-export function createLogger({ service, level = 'info', stream }: LoggerOptions): Logger {
-  const batch = batchFor(stream ?? process.stdout);
-  const logger = winston.createLogger({
-    level: level === 'silent' ? 'error' : level,
-    silent: level === 'silent',
-    defaultMeta: { service },
-    format: winston.format.combine(redact(), winston.format.timestamp(), winston.format.json()),
-    transports: [new BatchTransport(batch)],
-  });
-  destinations.set(logger, { service, batch });
-  return logger;
-}
-
-/** A value of a flat log line. */
-export type FlatValue = string | number | boolean | null | undefined;
+/** What a planned line carries instead of its fields: its plan, and its values in the plan's order. */
+const PLAN = Symbol('taskapi.line-plan');
+const VALUES = Symbol('taskapi.line-values');
 
 /** The fields every line has besides the caller's, and who fills them in. */
 const LINE_FIELDS = ['service', 'level', 'message', 'timestamp'] as const;
 
+interface LinePlan {
+  messageText: string;
+  /** In key order: each key's JSON prefix, and where its value comes from (a value index, or one of the line's own fields). */
+  keys: Array<{ prefix: string; sensitive: boolean; source: (typeof LINE_FIELDS)[number] | number }>;
+}
+
+/** A value of a planned log line. */
+export type FlatValue = string | number | boolean | null | undefined;
+
+/** Each millisecond's timestamp text, made once (a busy process writes many lines per millisecond). */
+let lastMs = -1;
+let lastTimestamp = '';
+
 /**
- * A writer of one kind of flat line: `logger.log(level, message, fields)` for a line whose fields
- * are `fieldNames` (values in that order), written straight to the logger's destination. The text
- * is what winston writes (keys sorted, undefined fields left out, secrets redacted by name and by
- * shape, `service` and `timestamp` added), without winston's format chain and object streams,
- * which cost more than the request they describe; the key order and quoting are worked out here,
- * once. For the one line per request of the access log. Loggers not made by `createLogger` get
- * `logger.log`. The caller checks the level.
+ * The JSON text of a planned line: what `redact`, `timestamp` and `json` make of the same fields
+ * (keys sorted, undefined fields left out, secrets redacted by name and by shape), with the key
+ * order and quoting worked out once per plan instead of per line.
+ */
+function renderPlanned(plan: LinePlan, info: Record<string | symbol, unknown>): string {
+  const values = info[VALUES] as readonly FlatValue[];
+  let line = '';
+  for (const { prefix, sensitive, source } of plan.keys) {
+    let text: string;
+    if (source === 'service') text = JSON.stringify(scrubString(String(info.service)));
+    else if (source === 'message') text = plan.messageText;
+    else if (source === 'timestamp') {
+      const ms = Date.now();
+      if (ms !== lastMs) {
+        lastMs = ms;
+        lastTimestamp = `"${new Date(ms).toISOString()}"`;
+      }
+      text = lastTimestamp;
+    } else {
+      const value = source === 'level' ? info.level : values[source];
+      // As winston's redaction: a sensitive field is "[redacted]" even when it has no value.
+      if (sensitive) text = `"${REDACTED}"`;
+      else if (value === undefined) continue;
+      else text = JSON.stringify(typeof value === 'string' ? scrubString(value) : value);
+    }
+    line += `${line ? ',' : '{'}${prefix}${text}`;
+  }
+  return `${line}}`;
+}
+
+/**
+ * The one format of every logger: a planned line (`flatLineWriter`) is serialised by its plan;
+ * any other goes through winston's own redaction, timestamp and JSON formats.
+ */
+const standardFormat = winston.format.combine(redact(), winston.format.timestamp(), winston.format.json());
+const lineFormat = winston.format((info) => {
+  const plan = info[PLAN] as LinePlan | undefined;
+  if (plan) {
+    info[MESSAGE] = renderPlanned(plan, info);
+    return info;
+  }
+  return standardFormat.transform(info, standardFormat.options);
+});
+
+/** A winston logger writing one JSON object per line to stdout, with secrets redacted. */
+export function createLogger({ service, level = 'info', stream }: LoggerOptions): Logger {
+  return winston.createLogger({
+    level: level === 'silent' ? 'error' : level,
+    silent: level === 'silent',
+    defaultMeta: { service },
+    format: lineFormat(),
+    transports: [new BatchTransport(batchFor(stream ?? process.stdout))],
+  });
+}
+
+/**
+ * A writer of one kind of line, through the logger like any other: `(level, values)` logs the line
+ * whose fields are `fieldNames` (values in that order), serialised by a plan made once — the same
+ * bytes as `logger.log(level, message, fields)`, without redacting and sorting the fields of every
+ * line. For the lines written per request or per task (the access log, task starts and ends,
+ * deliveries). The caller checks the level.
  */
 export function flatLineWriter(logger: Logger, message: string, fieldNames: readonly string[]): (level: string, values: readonly FlatValue[]) => void {
-  const destination = destinations.get(logger);
-  if (!destination) {
-    return (level, values) => logger.log(level, message, Object.fromEntries(fieldNames.map((name, i) => [name, values[i]])));
-  }
   const clash = fieldNames.find((name) => (LINE_FIELDS as readonly string[]).includes(name));
   if (clash) throw new Error(`flatLineWriter: "${clash}" is written by the logger itself`);
   const twice = fieldNames.find((name, i) => fieldNames.indexOf(name) !== i);
   if (twice) throw new Error(`flatLineWriter: "${twice}" is named twice`);
-  // In key order: what each key's value is (an index into `values`, or one of the line's own fields).
-  const plan = [...LINE_FIELDS, ...fieldNames].sort().map((key) => ({
-    prefix: `${JSON.stringify(key)}:`,
-    sensitive: SENSITIVE.has(key.toLowerCase()),
-    source: (LINE_FIELDS as readonly string[]).includes(key) ? (key as (typeof LINE_FIELDS)[number]) : fieldNames.indexOf(key),
-  }));
-  const serviceText = JSON.stringify(scrubString(destination.service));
-  const messageText = JSON.stringify(scrubString(message));
-  const { batch } = destination;
-  // A busy process writes many lines per millisecond: each millisecond's text is made once.
-  let lastMs = -1;
-  let lastTimestamp = '';
+  const plan: LinePlan = {
+    messageText: JSON.stringify(scrubString(message)),
+    keys: [...LINE_FIELDS, ...fieldNames].sort().map((key) => ({
+      prefix: `${JSON.stringify(key)}:`,
+      sensitive: SENSITIVE.has(key.toLowerCase()),
+      source: (LINE_FIELDS as readonly string[]).includes(key) ? (key as (typeof LINE_FIELDS)[number]) : fieldNames.indexOf(key),
+    })),
+  };
   return (level, values) => {
-    if (logger.silent) return;
-    let line = '';
-    for (const { prefix, sensitive, source } of plan) {
-      let text: string;
-      if (source === 'service') text = serviceText;
-      else if (source === 'message') text = messageText;
-      else if (source === 'timestamp') {
-        const ms = Date.now();
-        if (ms !== lastMs) {
-          lastMs = ms;
-          lastTimestamp = `"${new Date(ms).toISOString()}"`;
-        }
-        text = lastTimestamp;
-      } else {
-        const value = source === 'level' ? level : values[source];
-        // As winston's redaction: a sensitive field is "[redacted]" even when it has no value.
-        if (sensitive) text = `"${REDACTED}"`;
-        else if (value === undefined) continue;
-        else text = JSON.stringify(typeof value === 'string' ? scrubString(value) : value);
-      }
-      line += `${line ? ',' : '{'}${prefix}${text}`;
-    }
-    batch.add(`${line}}${EOL}`, level);
+    logger.log({ level, message, [PLAN]: plan, [VALUES]: values });
   };
 }
