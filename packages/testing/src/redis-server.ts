@@ -24,6 +24,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const ready = waitFor(
     async () => {
       const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined); // refused until the server listens; connect() rejects too
       try {
         await probe.connect();
         return (await probe.ping()) === 'PONG';
