@@ -14,8 +14,7 @@ import { claimAttempt } from '../../services/webhook-dispatcher/src/domain/claim
 import { loadDelivery } from '../../services/webhook-dispatcher/src/domain/load-delivery';
 import { recordAttempt } from '../../services/webhook-dispatcher/src/domain/record-attempt';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
-import { handBackTask, startTask, taskStatus } from '../../services/worker/src/domain/start-task';
-import { pendingTasksPage } from '../../services/worker/src/domain/sweep-tasks';
+import { claimTask, handBackTask, pendingTasksPage, taskStatus } from '../../services/worker/src/repositories/tasks';
 
 const DATABASE_URL = testDatabaseUrl('plans');
 const BACKLOG = 30_000;
@@ -160,7 +159,7 @@ describe('hot statements under a backlog the statistics have not seen', () => {
   });
 
   const hot: Array<[string, (db: Queryable) => Promise<unknown>]> = [
-    ['a worker starts a task', (db) => startTask(db, task.publicId)],
+    ['a worker starts a task', (db) => claimTask(db, task.publicId)],
     ['a worker hands a task back', (db) => handBackTask(db, { public_id: task.publicId, attempts: 1 })],
     ['a worker reads a task status', (db) => taskStatus(db, task.publicId)],
     ['a task is finished (worker, sweeper, cancel)', (db) => finishTask(db, task.publicId, null, { status: TaskStatus.completed, result: {} }, 'whd_plans_new')],

@@ -5,5 +5,7 @@ export type { MigrationResult } from './migrate';
 export { ensureDatabaseExists, databaseName, quoteIdent, withServerClient } from './ensure-database';
 export { SQL_ONLY_CONSTRAINTS, SQL_ONLY_FUNCTIONS } from './sql-only-constraints';
 export { isDatabaseUnavailable, isUniqueViolation, isValueRefused } from './pg-errors';
+export { execute, queryFirst, queryRows, RowShapeError, statement, transaction } from './sql';
+export type { SqlExecutor, Statement } from './sql';
 export { PrismaClient, Prisma } from './generated/prisma/client';
 export type * from './generated/prisma/models';

@@ -1,10 +1,7 @@
+import { queryFirst, statement, type SqlExecutor } from '@taskapi/db';
+import { z } from 'zod';
 import { TaskStatus, type TaskErrorCode } from './task-rules';
 import { recordTaskStatus, type MarkerRedis } from './task-status-marker';
-
-/** The subset of pg's Pool/Client this module needs. */
-export interface Queryable {
-  query<R extends object = Record<string, unknown>>(config: { name?: string; text: string; values?: unknown[] }): Promise<{ rows: R[]; rowCount: number | null }>;
-}
 
 export type FinishTaskInput =
   | { status: typeof TaskStatus.completed; result: unknown; files?: unknown[] }
@@ -12,27 +9,30 @@ export type FinishTaskInput =
   | { status: typeof TaskStatus.failed; errorCode: TaskErrorCode; errorMessage?: string }
   | { status: typeof TaskStatus.cancelled };
 
-export interface FinishedTask {
-  id: string;
-  public_id: string;
-  account_id: string;
-  kind: string;
-  status: number;
+const FinishedTaskRow = z.object({
+  id: z.string(),
+  public_id: z.string(),
+  account_id: z.string(),
+  kind: z.string(),
+  status: z.number(),
   /** Creation and terminal transition, both by the database clock (`taskapi_task_e2e_seconds`). */
-  created_at: Date;
-  finished_at: Date;
+  created_at: z.date(),
+  finished_at: z.date(),
   /** Credits returned by this transition (0 when none). */
-  refunded: number;
+  refunded: z.number(),
   /** The webhook outbox row written by this transition, if any. */
-  delivery_id: string | null;
-}
+  delivery_id: z.string().nullable(),
+});
+export type FinishedTask = z.output<typeof FinishedTaskRow>;
 
 // One statement, so one implicit transaction and one round trip:
 //  - the status change only happens from a non-terminal state (terminal at most once);
 //  - failed and cancelled tasks are refunded through a ledger row that is unique per task
 //    (ON CONFLICT DO NOTHING), and the balance moves only when that row was inserted;
 //  - completed and failed tasks with a callback_url get their webhook delivery row (outbox).
-const FINISH_TASK_SQL = `
+const FINISH_TASK = statement(
+  'finish-task',
+  `
 WITH t AS (
   UPDATE tasks
      SET status = $3,
@@ -71,7 +71,9 @@ delivery AS (
 SELECT t.id, t.public_id, t.account_id, t.kind::text AS kind, t.status, t.created_at, t.finished_at,
        COALESCE((SELECT amount FROM refund), 0)::int AS refunded,
        (SELECT id FROM delivery) AS delivery_id
-  FROM t`;
+  FROM t`,
+  FinishedTaskRow,
+);
 
 /**
  * Moves a task to a terminal state exactly once, refunding (failed, cancelled) and writing the
@@ -81,27 +83,22 @@ SELECT t.id, t.public_id, t.account_id, t.kind::text AS kind, t.status, t.create
  * @param deliveryId id for the outbox row, used only when one is written (`whd_...`).
  */
 export async function finishTask(
-  db: Queryable,
+  db: SqlExecutor,
   publicId: string,
   accountId: string | null,
   input: FinishTaskInput,
   deliveryId: string,
 ): Promise<FinishedTask | null> {
-  const { rows } = await db.query<FinishedTask>({
-    name: 'finish-task',
-    text: FINISH_TASK_SQL,
-    values: [
-      publicId,
-      accountId,
-      input.status,
-      input.status === TaskStatus.failed ? input.errorCode : null,
-      input.status === TaskStatus.completed ? JSON.stringify(input.result ?? null) : null,
-      input.status === TaskStatus.completed && input.files ? JSON.stringify(input.files) : null,
-      deliveryId,
-      input.status === TaskStatus.failed ? (input.errorMessage ?? null) : null,
-    ],
-  });
-  return rows[0] ?? null;
+  return queryFirst(db, FINISH_TASK, [
+    publicId,
+    accountId,
+    input.status,
+    input.status === TaskStatus.failed ? input.errorCode : null,
+    input.status === TaskStatus.completed ? JSON.stringify(input.result ?? null) : null,
+    input.status === TaskStatus.completed && input.files ? JSON.stringify(input.files) : null,
+    deliveryId,
+    input.status === TaskStatus.failed ? (input.errorMessage ?? null) : null,
+  ]);
 }
 
 /**
@@ -109,7 +106,7 @@ export async function finishTask(
  * Every caller outside tests should use this.
  */
 export async function finishTaskAndRecord(
-  db: Queryable,
+  db: SqlExecutor,
   redis: MarkerRedis,
   publicId: string,
   accountId: string | null,

@@ -9,7 +9,7 @@ import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
 import { createTaskScheduler } from '@taskapi/scheduler';
 import { runPeriodically, startConfiguredOpsServer, type RedisClient } from '@taskapi/service';
-import { accountCaps } from './domain/account-caps';
+import { accountCaps } from './repositories/accounts';
 import { finishAndAnnounce } from './domain/finish-and-announce';
 import { INTERNAL_ERROR_MESSAGE } from './domain/failure-message';
 import { sweepTasks } from './domain/sweep-tasks';

@@ -4,7 +4,7 @@
 // not recorded yet (in_flight) is not listed: it has no result to show; `attempt_count` counts it.
 import type pg from 'pg';
 import { z } from 'zod';
-import { queryFirst, queryRows, statement } from './sql';
+import { queryFirst, queryRows, statement } from '@taskapi/db';
 
 const SELECT_DELIVERIES = `
 SELECT d.id, t.public_id, d.url, d.task_status, d.state::text AS state, d.attempt_count,

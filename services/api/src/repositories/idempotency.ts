@@ -1,7 +1,7 @@
 // `Idempotency-Key` records (`idempotency_keys`): raw SQL on the pg pool (task creation's hot path).
 // A record lives 24 h: older ones are ignored, taken over on reuse, and purged in the background.
 import { z } from 'zod';
-import { execute, queryFirst, statement, type SqlExecutor } from './sql';
+import { execute, queryFirst, statement, type SqlExecutor } from '@taskapi/db';
 
 const FIND = statement(
   'find-idempotency-key',

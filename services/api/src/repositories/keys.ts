@@ -5,7 +5,7 @@
 // here, as a key binds to one (expiry, quota); grants.ts and the task SQL functions write them.
 import type pg from 'pg';
 import { z } from 'zod';
-import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from './sql';
+import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from '@taskapi/db';
 
 const keyType = z.enum(['paid', 'trial']);
 

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { finishTaskAndRecord, TASK_KINDS, type FinishedTask, type FinishTaskInput, type MarkerRedis, type TaskKind } from '@taskapi/domain';
 import { IdempotencyRepository } from './idempotency';
-import { queryFirst, queryRows, statement, transaction, type SqlExecutor } from './sql';
+import { queryFirst, queryRows, statement, transaction, type SqlExecutor } from '@taskapi/db';
 
 const TASK_COLUMNS = `id, public_id, kind, status, error_code, error_message, input::text AS input, payload::text AS payload,
   callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files, files_expired_at`;

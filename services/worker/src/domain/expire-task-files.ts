@@ -1,8 +1,9 @@
-import { TaskStatus, type Queryable } from '@taskapi/domain';
+import type { SqlExecutor } from '@taskapi/db';
+import { expiringTasks, markFilesExpired, type ExpiringTaskRow } from '../repositories/tasks';
 import { inputKey, outputKey, type FileStore } from '@taskapi/file-store';
 
 export interface ExpireTaskFilesDeps {
-  db: Queryable;
+  db: SqlExecutor;
   store: Pick<FileStore, 'deleteMany'>;
   /** Called after each batch, for the log line and the metrics. */
   onBatch?: (batch: ExpiredBatch) => void;
@@ -22,13 +23,6 @@ export interface ExpiredBatch {
 
 const BATCH = 500;
 
-interface ExpiringTaskRow {
-  id: string;
-  public_id: string;
-  files: Array<{ name: string }>;
-  has_input: boolean;
-}
-
 /**
  * Retention (docs/operations.md): deletes the stored inputs and outputs of terminal tasks that finished
  * more than `retentionDays` ago, `batchSize` tasks at a time, and marks their rows (`files = []`,
@@ -43,34 +37,11 @@ export async function expireTaskFiles(deps: ExpireTaskFilesDeps, retentionDays: 
   // refusing (a lock, a permission) never holds up every task behind it.
   const skipped: string[] = [];
   while (!deps.signal?.aborted) {
-    // Marked rows leave the filter (and the partial index tasks_retention_idx, whose predicate the
-    // status list repeats literally so the planner can use it), so no cursor is needed.
-    const { rows } = await deps.db.query<ExpiringTaskRow>({
-      name: 'worker-expiring-tasks',
-      text: `SELECT t.id::text AS id, t.public_id, t.files, EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = t.id) AS has_input
-               FROM tasks t
-              WHERE t.status IN (${TaskStatus.completed}, ${TaskStatus.failed}, ${TaskStatus.cancelled}) AND t.files_expired_at IS NULL
-                AND t.finished_at < now() - make_interval(days => $1::int)
-                AND NOT (t.id = ANY($3::bigint[]))
-              ORDER BY t.finished_at LIMIT $2`,
-      values: [retentionDays, batchSize, skipped],
-    });
+    const rows = await expiringTasks(deps.db, retentionDays, batchSize, skipped);
     if (rows.length === 0) return total;
     const deleted = await deleteObjects(deps, rows);
     skipped.push(...rows.filter((r) => !deleted.includes(r)).map((r) => r.id));
-    const marked = await deps.db.query<{ id: string }>({
-      name: 'worker-mark-files-expired',
-      text: `WITH marked AS (
-               UPDATE tasks SET files = '[]', files_expired_at = now()
-                WHERE id = ANY($1::bigint[]) AND files_expired_at IS NULL
-                RETURNING id
-             ), inputs AS (
-               DELETE FROM task_inputs WHERE task_id IN (SELECT id FROM marked)
-             )
-             SELECT id::text AS id FROM marked`,
-      values: [deleted.map((r) => r.id)],
-    });
-    const markedIds = new Set(marked.rows.map((r) => r.id));
+    const markedIds = await markFilesExpired(deps.db, deleted.map((r) => r.id));
     const batch: ExpiredBatch = { tasks: markedIds.size, files: rows.filter((r) => markedIds.has(r.id)).reduce((n, r) => n + r.files.length + (r.has_input ? 1 : 0), 0) };
     total.tasks += batch.tasks;
     total.files += batch.files;

@@ -3,7 +3,7 @@ import { inputKey, type FileStore } from '@taskapi/file-store';
 // The same limit as an uploaded `image_base64`.
 import { MAX_IMAGE_BYTES } from '@taskapi/task-kinds';
 import { ImageFetchError, TaskInputError, type EngineImage } from '../engines/engine';
-import type { ClaimedTask } from './start-task';
+import type { ClaimedTask } from '../repositories/tasks';
 
 export const IMAGE_FETCH_TIMEOUT_MS = 15_000;
 

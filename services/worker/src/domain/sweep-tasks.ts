@@ -1,6 +1,7 @@
-import { TaskStatus, type Queryable, type TaskKind } from '@taskapi/domain';
+import { TaskStatus, type TaskKind } from '@taskapi/domain';
 import { jobOutcome, taskJobId, type TaskQueues } from '@taskapi/queue';
 import type { TaskScheduler } from '@taskapi/scheduler';
+import { pendingTasksPage, stillPending, type PendingTaskRow } from '../repositories/tasks';
 import { finishAndAnnounce, type AnnounceDeps } from './finish-and-announce';
 import { INTERNAL_ERROR_MESSAGE } from './failure-message';
 
@@ -19,33 +20,6 @@ export interface SweepResult {
 }
 
 const BATCH = 1000;
-
-export interface PendingTaskRow {
-  id: string;
-  public_id: string;
-  account_id: string;
-  created_at: Date;
-}
-
-/** One keyset page of a kind's tasks still queued or processing, created more than `graceMs` ago, oldest first. */
-export async function pendingTasksPage(
-  db: Queryable,
-  kind: TaskKind,
-  graceMs: number,
-  after: { createdAt: Date; id: string } | null,
-  limit: number,
-): Promise<PendingTaskRow[]> {
-  const { rows } = await db.query<PendingTaskRow>({
-    name: 'worker-sweep-tasks',
-    text: `SELECT id::text AS id, public_id, account_id, created_at FROM tasks
-            WHERE finished_at IS NULL AND status IN (0, 10) AND created_at < now() - make_interval(secs => $2::float8 / 1000)
-              AND kind::text = $1
-              AND ($3::timestamptz IS NULL OR (created_at, id) > ($3::timestamptz, $4::bigint))
-            ORDER BY created_at, id LIMIT $5`,
-    values: [kind, graceMs, after?.createdAt ?? null, after?.id ?? null, limit],
-  });
-  return rows;
-}
 
 /**
  * Makes the database the truth about pending work of one kind:
@@ -134,12 +108,7 @@ async function releaseEnded(deps: SweepTasksDeps, kind: TaskKind): Promise<numbe
   const ids = await deps.scheduler.inService(kind);
   let freed = 0;
   if (ids.length > 0) {
-    const { rows } = await deps.db.query<{ public_id: string }>({
-      name: 'worker-sweep-in-service',
-      text: 'SELECT public_id FROM tasks WHERE public_id = ANY($1::text[]) AND status IN (0, 10)',
-      values: [ids],
-    });
-    const pending = new Set(rows.map((r) => r.public_id));
+    const pending = await stillPending(deps.db, ids);
     const ended = ids.filter((id) => !pending.has(id));
     const records = await deps.scheduler.lookup(ended);
     for (const id of ended) {

@@ -9,7 +9,7 @@ import { abortable } from '../engines/abortable';
 import type { Engine } from '../engines/engine';
 import { finishAndAnnounce, type AnnounceDeps } from '../domain/finish-and-announce';
 import { loadInputImage } from '../domain/input-image';
-import { handBackTask, startTask, taskStatus } from '../domain/start-task';
+import { claimTask, handBackTask, taskStatus } from '../repositories/tasks';
 import { decideFailure } from '../domain/task-failure';
 import { failureMessage } from '../domain/failure-message';
 import type { FileStore } from '@taskapi/file-store';
@@ -84,7 +84,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       }
     };
 
-    const task = await startTask(deps.db, publicId);
+    const task = await claimTask(deps.db, publicId);
     if (!task) {
       await tell('found nothing to do', (report) => deps.scheduler.done(publicId, report));
       log().info('task already finished or unknown; skipped');

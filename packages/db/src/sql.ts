@@ -1,11 +1,12 @@
-// The raw-SQL style of the repositories: named (prepared) statements on the shared pg pool, each
-// with a zod schema that parses its rows, so a row type is declared once and checked at run time.
+// The raw-SQL style of every service's repositories: named (prepared) statements on the shared pg
+// pool, each with a zod schema that parses its rows, so a row type is declared once and checked at
+// run time. Prisma serves the table families that are not on a hot path (docs/architecture.md).
 import type pg from 'pg';
 import type { z } from 'zod';
 
 /** The pg pool, or one client inside a transaction. */
 export interface SqlExecutor {
-  query: pg.Pool['query'];
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
 }
 
 /**
