@@ -92,6 +92,24 @@ function expectedDefault(f: DmmfField, table: string, column: string): string | 
 
 const ON_DELETE: Record<string, string> = { Cascade: 'c', Restrict: 'r', SetNull: 'n', NoAction: 'a', SetDefault: 'd' };
 
+/**
+ * The `CREATE [OR REPLACE] FUNCTION name(…) … AS $tag$ body $tag$ …;` statements of a SQL text, in
+ * order, with each one's dollar-quoted body.
+ */
+function functionDefinitions(sql: string): Array<{ name: string; statement: string; body: string }> {
+  const found: Array<{ name: string; statement: string; body: string }> = [];
+  for (const m of sql.matchAll(/CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+"?([a-z_][a-z0-9_]*)"?\s*\(/gi)) {
+    const opener = /\bAS\s+(\$[A-Za-z_]*\$)/.exec(sql.slice(m.index));
+    if (!opener) throw new Error(`function ${m[1]} has no dollar-quoted body`);
+    const bodyStart = m.index + opener.index + opener[0].length;
+    const bodyEnd = sql.indexOf(opener[1], bodyStart);
+    const end = sql.indexOf(';', bodyEnd + opener[1].length);
+    if (bodyEnd < 0 || end < 0) throw new Error(`function ${m[1]}: unterminated body or statement`);
+    found.push({ name: m[1].toLowerCase(), statement: sql.slice(m.index, end + 1).trim(), body: sql.slice(bodyStart, bodyEnd) });
+  }
+  return found;
+}
+
 describe('the migrated database matches prisma/schema.prisma', () => {
   let client: pg.Client;
   beforeAll(async () => {
@@ -238,6 +256,29 @@ describe('the migrated database matches prisma/schema.prisma', () => {
       "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'",
     );
     expect(rows.map((r) => r.proname).sort()).toEqual([...SQL_ONLY_FUNCTIONS].sort());
+  });
+
+  // A function's source is its file in prisma/functions; migrations carry copies of it.
+  const FUNCTIONS_DIR = path.resolve(MIGRATIONS_DIR, '../functions');
+  const sourceOf = (name: string) => fs.readFileSync(path.join(FUNCTIONS_DIR, `${name}.sql`), 'utf8').replace(/^(--.*\n|\s*\n)*/, '').trim();
+
+  it('keeps each SQL-only function as source, one file each in prisma/functions', () => {
+    expect(fs.readdirSync(FUNCTIONS_DIR).sort()).toEqual(SQL_ONLY_FUNCTIONS.map((name) => `${name}.sql`).sort());
+  });
+
+  it.each(SQL_ONLY_FUNCTIONS.map((name) => [name]))('the latest migration defining %s defines exactly its source file', (name) => {
+    const definitions = listMigrations().flatMap((m) => functionDefinitions(m.sql).filter((d) => d.name === name).map((d) => ({ ...d, migration: m.name })));
+    expect(definitions.length).toBeGreaterThan(0);
+    const latest = definitions[definitions.length - 1];
+    expect({ migration: latest.migration, statement: latest.statement }).toEqual({ migration: latest.migration, statement: sourceOf(name) });
+  });
+
+  it.each(SQL_ONLY_FUNCTIONS.map((name) => [name]))('the migrated database runs the body of prisma/functions/%s.sql', async (name) => {
+    const { rows } = await client.query<{ prosrc: string }>(
+      "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proname = $1",
+      [name],
+    );
+    expect(rows.map((r) => r.prosrc)).toEqual([functionDefinitions(sourceOf(name))[0].body]);
   });
 
   it('the CHECK constraints hold', async () => {

@@ -1,0 +1,86 @@
+-- create_tasks: charges a batch of task creations against one payer (the account's paid balance,
+-- or one trial grant) and inserts the tasks, their charge ledger rows and their uploads, in one
+-- call (docs/architecture.md, "Credits"). This file is the function's source; the database
+-- runs whatever the latest migration defining it says, and a test checks that the two agree.
+-- To change it: edit this file, copy the statement into a new migration, keep the signature
+-- while replicas of the previous release still call it (or add a new function beside it).
+CREATE OR REPLACE FUNCTION "create_tasks"(
+    p_account_id TEXT,
+    p_grant_id TEXT,
+    p_public_ids TEXT[],
+    p_api_key_ids TEXT[],
+    p_kinds "task_kind"[],
+    p_inputs JSON[],
+    p_payloads JSON[],
+    p_callback_urls TEXT[],
+    p_costs INTEGER[],
+    p_upload_types TEXT[],
+    p_upload_data BYTEA[]
+) RETURNS TABLE ("ordinal" INTEGER, "task_id" BIGINT, "created_at" TIMESTAMPTZ, "available" INTEGER, "grant_expired" BOOLEAN)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_available INTEGER;
+    v_expired BOOLEAN := FALSE;
+    v_accepted BOOLEAN[] := '{}';
+    v_remaining INTEGER[] := '{}';
+    v_total INTEGER := 0;
+    i INTEGER;
+BEGIN
+    -- NO KEY UPDATE: serializes charges against this payer without blocking the foreign-key
+    -- (KEY SHARE) locks that inserting tasks takes on the account row.
+    IF p_grant_id IS NULL THEN
+        SELECT a.paid_balance INTO v_available FROM accounts a WHERE a.id = p_account_id FOR NO KEY UPDATE;
+    ELSE
+        SELECT g.quota_remaining, g.expires_at <= now() INTO v_available, v_expired
+          FROM trial_grants g WHERE g.id = p_grant_id AND g.account_id = p_account_id FOR NO KEY UPDATE;
+    END IF;
+    v_available := COALESCE(v_available, 0);
+    v_expired := COALESCE(v_expired, FALSE);
+
+    FOR i IN 1 .. COALESCE(cardinality(p_public_ids), 0) LOOP
+        IF NOT v_expired AND v_available >= p_costs[i] THEN
+            v_available := v_available - p_costs[i];
+            v_total := v_total + p_costs[i];
+            v_accepted := v_accepted || TRUE;
+        ELSE
+            v_accepted := v_accepted || FALSE;
+        END IF;
+        v_remaining := v_remaining || v_available;
+    END LOOP;
+
+    IF v_total > 0 THEN
+        IF p_grant_id IS NULL THEN
+            UPDATE accounts SET paid_balance = paid_balance - v_total WHERE id = p_account_id;
+        ELSE
+            UPDATE trial_grants SET quota_remaining = quota_remaining - v_total WHERE id = p_grant_id;
+        END IF;
+    END IF;
+
+    RETURN QUERY
+    WITH req AS (
+        SELECT *
+          FROM unnest(p_public_ids, p_api_key_ids, p_kinds, p_inputs, p_payloads, p_callback_urls, p_costs,
+                      v_accepted, v_remaining, p_upload_types, p_upload_data)
+               WITH ORDINALITY AS r(public_id, api_key_id, kind, input, payload, callback_url, cost,
+                                    accepted, remaining, upload_type, upload_data, ord)
+    ), inserted AS (
+        INSERT INTO tasks (public_id, account_id, api_key_id, grant_id, kind, input, payload, callback_url, cost)
+        SELECT public_id, p_account_id, api_key_id, p_grant_id, kind, input, payload, callback_url, cost
+          FROM req WHERE accepted ORDER BY ord
+        RETURNING id, public_id, created_at
+    ), ledger AS (
+        INSERT INTO credit_ledger (account_id, grant_id, task_id, entry_type, amount)
+        SELECT p_account_id, p_grant_id, t.id, 'charge', -r.cost
+          FROM inserted t JOIN req r ON r.public_id = t.public_id
+    ), uploads AS (
+        INSERT INTO task_inputs (task_id, content_type, data, in_store)
+        SELECT t.id, r.upload_type, r.upload_data, r.upload_data IS NULL
+          FROM inserted t JOIN req r ON r.public_id = t.public_id
+         WHERE r.upload_type IS NOT NULL
+    )
+    SELECT r.ord::INTEGER, t.id, t.created_at, r.remaining, v_expired
+      FROM req r LEFT JOIN inserted t ON t.public_id = r.public_id
+     ORDER BY r.ord;
+END;
+$$;
