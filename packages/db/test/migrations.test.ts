@@ -99,13 +99,14 @@ const ON_DELETE: Record<string, string> = { Cascade: 'c', Restrict: 'r', SetNull
 function functionDefinitions(sql: string): Array<{ name: string; statement: string; body: string }> {
   const found: Array<{ name: string; statement: string; body: string }> = [];
   for (const m of sql.matchAll(/CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+"?([a-z_][a-z0-9_]*)"?\s*\(/gi)) {
+    const name = (m[1] as string).toLowerCase();
     const opener = /\bAS\s+(\$[A-Za-z_]*\$)/.exec(sql.slice(m.index));
-    if (!opener) throw new Error(`function ${m[1]} has no dollar-quoted body`);
+    if (!opener?.[1]) throw new Error(`function ${name} has no dollar-quoted body`);
     const bodyStart = m.index + opener.index + opener[0].length;
     const bodyEnd = sql.indexOf(opener[1], bodyStart);
     const end = sql.indexOf(';', bodyEnd + opener[1].length);
-    if (bodyEnd < 0 || end < 0) throw new Error(`function ${m[1]}: unterminated body or statement`);
-    found.push({ name: m[1].toLowerCase(), statement: sql.slice(m.index, end + 1).trim(), body: sql.slice(bodyStart, bodyEnd) });
+    if (bodyEnd < 0 || end < 0) throw new Error(`function ${name}: unterminated body or statement`);
+    found.push({ name, statement: sql.slice(m.index, end + 1).trim(), body: sql.slice(bodyStart, bodyEnd) });
   }
   return found;
 }
@@ -269,8 +270,8 @@ describe('the migrated database matches prisma/schema.prisma', () => {
   it.each(SQL_ONLY_FUNCTIONS.map((name) => [name]))('the latest migration defining %s defines exactly its source file', (name) => {
     const definitions = listMigrations().flatMap((m) => functionDefinitions(m.sql).filter((d) => d.name === name).map((d) => ({ ...d, migration: m.name })));
     expect(definitions.length).toBeGreaterThan(0);
-    const latest = definitions[definitions.length - 1];
-    expect({ migration: latest.migration, statement: latest.statement }).toEqual({ migration: latest.migration, statement: sourceOf(name) });
+    const latest = definitions.at(-1);
+    expect({ migration: latest?.migration, statement: latest?.statement }).toEqual({ migration: latest?.migration, statement: sourceOf(name) });
   });
 
   it.each(SQL_ONLY_FUNCTIONS.map((name) => [name]))('the migrated database runs the body of prisma/functions/%s.sql', async (name) => {
@@ -278,7 +279,7 @@ describe('the migrated database matches prisma/schema.prisma', () => {
       "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proname = $1",
       [name],
     );
-    expect(rows.map((r) => r.prosrc)).toEqual([functionDefinitions(sourceOf(name))[0].body]);
+    expect(rows.map((r) => r.prosrc)).toEqual(functionDefinitions(sourceOf(name)).map((d) => d.body));
   });
 
   it('the CHECK constraints hold', async () => {

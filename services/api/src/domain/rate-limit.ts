@@ -20,14 +20,31 @@ import { revokedMarkerKey } from './key-revocation';
 //       however many requests asked for it)
 // ARGV: 1 minute limit, 2 day limit, 3 number of requests, 4 a prefix unique to this call (the
 //       sorted-set members are the prefix and a request number)
-// Returns {-1} when the key is revoked, else
-//   {accepted, minute_count, day_count, minute_reset_s, day_reset_s,
-//    limited_window, minute_remaining, minute_reset_s, day_remaining, day_reset_s, retry_after_s,
-//    prefetched...}
-// where the first five describe the accepted requests (the counts before the first of them), the
-// next six the rejected ones (limited_window 0 minute, 2 day; zeros when none), and prefetched has
-// the value (or nil) of each prefetched key, in KEYS order.
-const SCRIPT = `
+// Returns {-1} when the key is revoked, else the slots of REPLY_SLOTS followed by the value (or
+// nil) of each prefetched key, in KEYS order; `readReply` names them.
+
+/**
+ * The reply's slots, in order. The first five describe the accepted requests (the window counts
+ * before the first of them, and the resets after it); the next six the rejected ones (zeros when
+ * none; limitedWindow 0 minute, 2 day). The script below writes each slot by this table's index.
+ */
+const REPLY_SLOTS = [
+  'accepted',
+  'minuteCount',
+  'dayCount',
+  'minuteReset',
+  'dayReset',
+  'limitedWindow',
+  'limitedMinuteRemaining',
+  'limitedMinuteReset',
+  'limitedDayRemaining',
+  'limitedDayReset',
+  'retryAfter',
+] as const;
+/** The Lua (1-based) index of a reply slot. */
+const slot = (name: (typeof REPLY_SLOTS)[number]): number => REPLY_SLOTS.indexOf(name) + 1;
+
+const SCRIPT = /* lua */ `
 if redis.call('EXISTS', KEYS[3]) == 1 then return {-1} end
 local n = tonumber(ARGV[3])
 local m = #KEYS - 3
@@ -94,10 +111,14 @@ local function day_reset(need)
   return 86400
 end
 
-local out = {accepted, mcount, dcount, 0, 0, 0, 0, 0, 0, 0, 0}
+local out = {}
+for i = 1, ${REPLY_SLOTS.length} do out[i] = 0 end
+out[${slot('accepted')}] = accepted
+out[${slot('minuteCount')}] = mcount
+out[${slot('dayCount')}] = dcount
 if accepted > 0 then
-  out[4] = minute_reset(0)
-  out[5] = day_reset(1)
+  out[${slot('minuteReset')}] = minute_reset(0)
+  out[${slot('dayReset')}] = day_reset(1)
 end
 if accepted < n then
   local mwait = 0
@@ -114,14 +135,14 @@ if accepted < n then
     w = 2
     retry = dwait
   end
-  out[6] = w
-  out[7] = math.max(0, mlimit - mtotal)
-  out[8] = mres
-  out[9] = math.max(0, dlimit - dtotal)
-  out[10] = dres
-  out[11] = retry
+  out[${slot('limitedWindow')}] = w
+  out[${slot('limitedMinuteRemaining')}] = math.max(0, mlimit - mtotal)
+  out[${slot('limitedMinuteReset')}] = mres
+  out[${slot('limitedDayRemaining')}] = math.max(0, dlimit - dtotal)
+  out[${slot('limitedDayReset')}] = dres
+  out[${slot('retryAfter')}] = retry
 end
-for i = 1, m do out[11 + i] = prefetched[i] end
+for i = 1, m do out[${REPLY_SLOTS.length} + i] = prefetched[i] end
 return out
 `;
 
@@ -149,6 +170,17 @@ interface Pending {
 type RateLimitRedis = RedisClient & {
   taskapiRateLimitBatch(numKeys: number, ...keysThenArgs: Array<string | number>): Promise<Array<number | string | null>>;
 };
+
+/** The script's reply by name: the slots of REPLY_SLOTS, then the prefetched values in KEYS order. */
+type ScriptReply = Record<(typeof REPLY_SLOTS)[number], number> & { prefetched: Array<string | null> };
+
+/** Reads the script's reply into its names; the one place that knows the slot order. */
+function readReply(r: Array<number | string | null>): ScriptReply | 'revoked' {
+  if (r[0] === -1) return 'revoked';
+  const reply = { prefetched: r.slice(REPLY_SLOTS.length) as Array<string | null> } as ScriptReply;
+  for (let i = 0; i < REPLY_SLOTS.length; i++) reply[REPLY_SLOTS[i]!] = r[i] as number;
+  return reply;
+}
 
 /** The minute sorted set and the day hash of one API key (tests age the minute window through the first). */
 export function rateLimitKeys(accountId: string, keyId: string): [string, string] {
@@ -204,7 +236,7 @@ export class RateLimiter {
     const prefetchAt = new Map<string, number>();
     for (const p of batch) {
       if (p.prefetchKey !== undefined && !prefetchAt.has(p.prefetchKey)) {
-        prefetchAt.set(p.prefetchKey, 11 + prefetchAt.size);
+        prefetchAt.set(p.prefetchKey, prefetchAt.size);
         keys.push(p.prefetchKey);
       }
     }
@@ -214,21 +246,23 @@ export class RateLimiter {
     } catch (err) {
       throw unavailable('redis', err);
     }
-    if (r[0] === -1) return batch.map((): RateLimitOutcome => ({ kind: 'revoked' }));
-    const [accepted, minuteCount, dayCount, minuteReset, dayReset, limitedWindow, ...rest] = r as number[];
-    const [mrem, mres, drem, dres, retryAfter] = rest;
+    const reply = readReply(r);
+    if (reply === 'revoked') return batch.map((): RateLimitOutcome => ({ kind: 'revoked' }));
     return batch.map((p, i): RateLimitOutcome => {
-      if (i < accepted!) {
+      if (i < reply.accepted) {
         const state: WindowState = {
-          minute: { remaining: policy.perMinute - minuteCount! - i - 1, reset: minuteReset! },
-          day: { remaining: policy.perDay - dayCount! - i - 1, reset: dayReset! },
+          minute: { remaining: policy.perMinute - reply.minuteCount - i - 1, reset: reply.minuteReset },
+          day: { remaining: policy.perDay - reply.dayCount - i - 1, reset: reply.dayReset },
         };
         const at = p.prefetchKey === undefined ? undefined : prefetchAt.get(p.prefetchKey);
-        return { kind: 'accepted', state, prefetched: at === undefined ? null : ((r[at] as string | null) ?? null) };
+        return { kind: 'accepted', state, prefetched: at === undefined ? null : (reply.prefetched[at] ?? null) };
       }
-      const window = limitedWindow === 2 ? 'day' : 'minute';
-      const state: WindowState = { minute: { remaining: mrem!, reset: mres! }, day: { remaining: drem!, reset: dres! } };
-      return { kind: 'limited', window, limit: window === 'day' ? policy.perDay : policy.perMinute, retryAfter: retryAfter!, state };
+      const window = reply.limitedWindow === 2 ? 'day' : 'minute';
+      const state: WindowState = {
+        minute: { remaining: reply.limitedMinuteRemaining, reset: reply.limitedMinuteReset },
+        day: { remaining: reply.limitedDayRemaining, reset: reply.limitedDayReset },
+      };
+      return { kind: 'limited', window, limit: window === 'day' ? policy.perDay : policy.perMinute, retryAfter: reply.retryAfter, state };
     });
   }
 }
