@@ -86,10 +86,10 @@ describe('object storage (STORAGE_DRIVER=s3 on OpenStack Swift)', () => {
     expect(await bucketView.head(inputKey(publicId))).toBeNull();
 
     // The migration step, as `npm run admin -- move-inputs-to-store` runs it; a second run finds nothing.
-    expect(await moveInputsToStore(system.api.deps.db.pool, system.api.deps.store)).toEqual({ moved: 1 });
+    expect(await moveInputsToStore(system.api.deps.repos.tasks, system.api.deps.store)).toEqual({ moved: 1 });
     expect(await inputRow(publicId)).toEqual({ in_store: true, data: null, content_type: 'image/png' });
     expect((await bytesIn(bucketView, inputKey(publicId)))?.equals(image)).toBe(true);
-    expect(await moveInputsToStore(system.api.deps.db.pool, system.api.deps.store)).toEqual({ moved: 0 });
+    expect(await moveInputsToStore(system.api.deps.repos.tasks, system.api.deps.store)).toEqual({ moved: 0 });
   });
 
   it('an uploaded image goes to the bucket, not PostgreSQL, and the worker reads it from there', async () => {

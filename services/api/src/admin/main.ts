@@ -83,7 +83,7 @@ async function run(argv: string[]): Promise<unknown> {
     await store.checkWritable();
     const db = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'taskapi-admin' });
     try {
-      return await moveInputsToStore(db.pool, store);
+      return await moveInputsToStore(createRepositories(db).tasks, store);
     } finally {
       await db.close();
     }

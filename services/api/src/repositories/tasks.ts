@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { finishTaskAndRecord, TASK_KINDS, type FinishedTask, type FinishTaskInput, type MarkerRedis, type TaskKind } from '@taskapi/domain';
 import { IdempotencyRepository } from './idempotency';
-import { queryFirst, queryRows, statement, transaction, type SqlExecutor } from '@taskapi/db';
+import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from '@taskapi/db';
 
 const TASK_COLUMNS = `id, public_id, kind, status, error_code, error_message, input::text AS input, payload::text AS payload,
   callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files, files_expired_at`;
@@ -41,8 +41,8 @@ const TASK_BY_PUBLIC_ID_ANY_ACCOUNT = statement('task-by-public-id-any-account',
 const TASK_BY_ID = statement('task-by-id', `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, taskRow);
 const TASK_ID_BY_PUBLIC_ID = statement('task-cursor', 'SELECT id FROM tasks WHERE public_id = $1 AND account_id = $2', z.object({ id: z.string() }));
 
-// The charge and the inserts happen in the `create_tasks` function (migration
-// 20261122000000_create_tasks_function): one call charges one payer for a batch of creations.
+// The charge and the inserts happen in the `create_tasks` function (its source is
+// prisma/functions/create_tasks.sql): one call charges one payer for a batch of creations.
 // Rows come back in the order of the arrays.
 const CREATE_TASKS = statement(
   'create-tasks',
@@ -60,6 +60,20 @@ SELECT ordinal, task_id, created_at, available, grant_expired
     grant_expired: z.boolean(),
   }),
 );
+
+// Uploads written before the file store held inputs keep their bytes in `task_inputs.data`
+// (`npm run admin -- move-inputs-to-store` moves them, see domain/move-inputs-to-store.ts).
+const INPUTS_IN_ROWS = statement(
+  'task-inputs-in-rows',
+  `
+SELECT i.task_id::text AS task_id, t.public_id, i.content_type, i.data
+  FROM task_inputs i JOIN tasks t ON t.id = i.task_id
+ WHERE NOT i.in_store AND i.task_id > $1
+ ORDER BY i.task_id
+ LIMIT $2`,
+  z.object({ task_id: z.string(), public_id: z.string(), content_type: z.string(), data: z.instanceof(Buffer) }),
+);
+export type InputInRow = z.output<typeof INPUTS_IN_ROWS.row>;
 
 // The console's usage report: an index-only scan of `tasks_usage_idx` over the account's window
 // (migration 20261127000000). `date_bin` is plain arithmetic on the instant: UTC days whatever the
@@ -172,6 +186,19 @@ export class TaskRepository {
   /** The account's tasks created at or after `since`, counted per UTC day, kind and status. */
   usageSince(accountId: string, since: Date): Promise<UsageRow[]> {
     return queryRows(this.pool, USAGE_SINCE, [accountId, since]);
+  }
+
+  /** Up to `limit` uploads still held in their row, after the task id `afterTaskId`, in id order. */
+  inputsInRows(afterTaskId: string, limit: number): Promise<InputInRow[]> {
+    return queryRows(this.pool, INPUTS_IN_ROWS, [afterTaskId, limit]);
+  }
+
+  /**
+   * Records that the task's upload is in the file store and clears its bytes; false when it was
+   * already (only a row still holding its bytes is switched, so running twice, or twice at once, is safe).
+   */
+  async markInputStored(taskId: string): Promise<boolean> {
+    return (await execute(this.pool, 'task-input-stored', 'UPDATE task_inputs SET in_store = true, data = NULL WHERE task_id = $1 AND NOT in_store', [taskId])) > 0;
   }
 
   /**
