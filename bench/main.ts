@@ -135,7 +135,7 @@ async function extraAccounts(url: string, env: NodeJS.ProcessEnv, n: number): Pr
     const keys: string[] = [];
     for (let i = 0; i < n; i++) {
       const account = await createAccount(repos, config.secretsKey, { email: `bench-${i}-${Date.now()}@example.test`, password: 'bench password', credits: 1_000_000_000 });
-      keys.push((await createKey({ keys: repos.keys, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' })).plaintext_key);
+      keys.push((await createKey({ keys: repos.keys, grants: repos.grants, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' })).plaintext_key);
     }
     return keys;
   } finally {
@@ -151,7 +151,7 @@ async function benchAccount(url: string, env: NodeJS.ProcessEnv) {
   const db = createDatabase({ url, poolSize: 4 });
   const repos = createRepositories(db);
   const account = await createAccount(repos, config.secretsKey, { email: 'bench@example.test', password: 'bench password', credits: 1_000_000_000 });
-  const { key, plaintext_key: plaintext } = await createKey({ keys: repos.keys, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' });
+  const { key, plaintext_key: plaintext } = await createKey({ keys: repos.keys, grants: repos.grants, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' });
   const { rows } = await db.pool.query<{ webhook_secret_ciphertext: string }>('SELECT webhook_secret_ciphertext FROM accounts WHERE id = $1', [account.account_id]);
   const webhookSecret = decryptSecret(config.secretsKey, rows[0]!.webhook_secret_ciphertext, webhookSecretContext(account.account_id));
   return { db, accountId: account.account_id, keyId: key.id, key: plaintext, webhookSecret };

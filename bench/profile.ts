@@ -349,7 +349,7 @@ async function main(): Promise<void> {
   const db = createDatabase({ url: DB_URL, poolSize: 2 });
   const repos = createRepositories(db);
   const account = await createAccount(repos, config.secretsKey, { email: 'profile@example.test', password: 'profile password', credits: 1_000_000_000 });
-  const { plaintext_key: key } = await createKey({ keys: repos.keys, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' });
+  const { plaintext_key: key } = await createKey({ keys: repos.keys, grants: repos.grants, secretsKey: config.secretsKey }, account.account_id, { type: 'paid' });
   const headers = { 'x-api-key': key, 'content-type': 'application/json' };
   const createUrl = `${base}/api/tasks/image-generation`;
   const body = '{"prompt":"profile"}';

@@ -26,7 +26,7 @@ const TRIAL_QUOTA = 200_000;
 export async function createPayers(config: Config, databaseUrl: string): Promise<Payer[]> {
   const db = createDatabase({ url: databaseUrl, poolSize: 2 });
   const repos = createRepositories(db);
-  const deps = { keys: repos.keys, secretsKey: config.secretsKey };
+  const deps = { keys: repos.keys, grants: repos.grants, secretsKey: config.secretsKey };
   const payers: Payer[] = [];
   try {
     for (let i = 0; i <= PAID_ACCOUNTS; i++) {

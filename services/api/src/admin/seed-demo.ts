@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     const account = await createAccount(repos, config.secretsKey, { email: DEMO_EMAIL, password, credits: 1_000 });
     await grantTrial(repos, DEMO_EMAIL, 100, new Date(Date.now() + 14 * 86_400_000));
     const { plaintext_key } = await createKey(
-      { keys: repos.keys, secretsKey: config.secretsKey },
+      { keys: repos.keys, grants: repos.grants, secretsKey: config.secretsKey },
       account.account_id,
       { type: 'paid' },
     );

@@ -3,6 +3,7 @@ import type { Logger } from '@taskapi/logger';
 import { decryptSecret, encryptSecret, generateApiKey, type ApiKeyType } from '@taskapi/crypto';
 import { newId } from '@taskapi/ids';
 import { ApiError } from '../errors';
+import type { GrantRepository } from '../repositories/grants';
 import type { KeyQueries, KeyRepository, KeyRow } from '../repositories/keys';
 import { announceRevocation } from './key-revocation';
 
@@ -44,6 +45,7 @@ function keyContext(keyId: string): string {
 
 export interface ApiKeyDeps {
   keys: KeyRepository;
+  grants: GrantRepository;
   redis: RedisClient;
   secretsKey: Buffer;
   logger: Logger;
@@ -62,11 +64,16 @@ async function announce(deps: Pick<ApiKeyDeps, 'redis' | 'logger'>, accountId: s
   }
 }
 
-async function usableGrant(tx: KeyQueries, accountId: string, grantId: string): Promise<void> {
-  const grant = await tx.grantForBinding(accountId, grantId);
+/**
+ * Refuses a trial grant a key cannot bind to. Read before the key's transaction, without a lock:
+ * the grant's expiry never changes, and its quota may run out a moment after the check either
+ * way (a key then exists for an exhausted grant, which is allowed; creation checks the quota).
+ */
+async function usableGrant(grants: GrantRepository, accountId: string, grantId: string): Promise<void> {
+  const grant = await grants.forBinding(accountId, grantId);
   if (!grant) throw new ApiError('GRANT_NOT_FOUND');
-  if (grant.expires_at.getTime() <= Date.now()) throw new ApiError('GRANT_EXPIRED');
-  if (grant.quota_remaining <= 0) throw new ApiError('GRANT_EXHAUSTED');
+  if (grant.expiresAt.getTime() <= Date.now()) throw new ApiError('GRANT_EXPIRED');
+  if (grant.quotaRemaining <= 0) throw new ApiError('GRANT_EXHAUSTED');
 }
 
 async function insertKey(
@@ -98,14 +105,14 @@ export async function listKeys(keys: KeyRepository, accountId: string, type?: Ap
 
 /** Creates a paid key, or a trial key bound to an unexpired grant with quota and no active key. */
 export async function createKey(
-  deps: Pick<ApiKeyDeps, 'keys' | 'secretsKey'>,
+  deps: Pick<ApiKeyDeps, 'keys' | 'grants' | 'secretsKey'>,
   accountId: string,
   input: { type: 'paid' } | { type: 'trial'; grant_id: string },
 ): Promise<{ key: KeyView; plaintext_key: string }> {
-  const { record, plaintext } = await deps.keys.transaction(async (tx) => {
-    if (input.type === 'trial') await usableGrant(tx, accountId, input.grant_id);
-    return insertKey(tx, deps.secretsKey, accountId, input.type, input.type === 'trial' ? input.grant_id : null);
-  });
+  if (input.type === 'trial') await usableGrant(deps.grants, accountId, input.grant_id);
+  const { record, plaintext } = await deps.keys.transaction((tx) =>
+    insertKey(tx, deps.secretsKey, accountId, input.type, input.type === 'trial' ? input.grant_id : null),
+  );
   return { key: view(record), plaintext_key: plaintext };
 }
 
@@ -127,12 +134,16 @@ export async function reissueKey(
   accountId: string,
   keyId: string,
 ): Promise<{ key: KeyView; plaintext_key: string; replaced_key: KeyView }> {
+  const unlocked = await deps.keys.find(accountId, keyId);
+  if (!unlocked) throw new ApiError('KEY_NOT_FOUND');
+  if (unlocked.revoked_at) throw new ApiError('KEY_REVOKED_NO_REISSUE');
+  // A key's grant never changes.
+  if (unlocked.grant_id) await usableGrant(deps.grants, accountId, unlocked.grant_id);
   const { old, created } = await deps.keys.transaction(async (tx) => {
     // Locked, so two concurrent reissues of one key cannot both succeed.
     const current = await tx.findForUpdate(accountId, keyId);
     if (!current) throw new ApiError('KEY_NOT_FOUND');
     if (current.revoked_at) throw new ApiError('KEY_REVOKED_NO_REISSUE');
-    if (current.grant_id) await usableGrant(tx, accountId, current.grant_id);
     const revoked = await tx.revoke(accountId, keyId);
     if (!revoked) throw new Error(`revoking locked, unrevoked key ${keyId} changed no row`);
     const replacement = await insertKey(tx, deps.secretsKey, accountId, current.type, current.grant_id);

@@ -1,6 +1,6 @@
-// Trial grants (`trial_grants`): Prisma's typed client for the console and the operator. Task
-// creation draws on a grant's quota inside `create_tasks` (tasks.ts), and a key binding to a grant
-// reads it in the key's transaction (keys.ts).
+// Trial grants (`trial_grants`): Prisma's typed client for the console and the operator, every
+// statement about a grant. Task creation draws on a grant's quota inside `create_tasks` and a
+// refund returns it inside `finishTask` (the task SQL); a key's reads join its grant's expiry (keys.ts).
 import type { PrismaClient, Prisma } from '@taskapi/db';
 import { LedgerRepository } from './ledger';
 
@@ -13,6 +13,9 @@ const grantSelect = {
   /** At most one: the partial unique index allows one unrevoked key per grant. */
   apiKeys: { where: { revokedAt: null }, select: { id: true, keyPrefix: true } },
 } satisfies Prisma.TrialGrantSelect;
+
+/** A trial grant as a key binding to it sees it. */
+export type BindableGrant = Prisma.TrialGrantGetPayload<{ select: { expiresAt: true; quotaRemaining: true } }>;
 
 /** A grant with its unrevoked key, if any. */
 export type GrantWithActiveKey = Prisma.TrialGrantGetPayload<{ select: typeof grantSelect }>;
@@ -36,6 +39,11 @@ export class GrantRepository {
       });
       await new LedgerRepository(tx).record({ accountId: grant.accountId, grantId: grant.id, entryType: 'trial_grant', amount: grant.quota });
     });
+  }
+
+  /** The account's grant a key would bind to, or null. */
+  forBinding(accountId: string, grantId: string): Promise<BindableGrant | null> {
+    return this.prisma.trialGrant.findFirst({ where: { id: grantId, accountId }, select: { expiresAt: true, quotaRemaining: true } });
   }
 
   /** The account's grants, newest first, each with its unrevoked key. */

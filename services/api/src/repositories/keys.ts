@@ -1,8 +1,9 @@
 // API keys (`api_keys`, `api_key_reveals`): raw SQL on the pg pool, for every statement. The
 // lookup by hash runs on every key-cache miss, unknown keys included; as a named statement it takes
 // about 0.1 ms, the typed client's findUnique with the grant about 0.6 ms. The console's key
-// management uses the same style, so the table is written one way. Trial grants are only read
-// here, as a key binds to one (expiry, quota); grants.ts and the task SQL functions write them.
+// management uses the same style, so the table is written one way. A key's reads carry its trial
+// grant's expiry by a join (one round trip on the hot path); every statement about a grant itself
+// is in grants.ts.
 import type pg from 'pg';
 import { z } from 'zod';
 import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from '@taskapi/db';
@@ -123,15 +124,6 @@ SELECT ${KEY_COLUMNS} FROM k LEFT JOIN trial_grants g ON g.id = k.grant_id`,
 
 const INSERT_REVEAL_SQL = `INSERT INTO api_key_reveals (api_key_id, account_id, ip, user_agent) VALUES ($1, $2, $3, $4)`;
 
-const GRANT_FOR_BINDING = statement(
-  'grant-for-key',
-  'SELECT expires_at, quota_remaining FROM trial_grants WHERE id = $1 AND account_id = $2',
-  z.object({ expires_at: z.date(), quota_remaining: z.number() }),
-);
-
-/** A trial grant as a key binding to it sees it. */
-export type BindableGrantRow = z.output<typeof GRANT_FOR_BINDING.row>;
-
 export interface NewKey {
   id: string;
   accountId: string;
@@ -193,11 +185,6 @@ export class KeyQueries {
   /** Writes the audit row of a "show key". */
   async recordReveal(accountId: string, keyId: string, audit: { ip: string | null; userAgent: string | null }): Promise<void> {
     await execute(this.db, 'insert-api-key-reveal', INSERT_REVEAL_SQL, [keyId, accountId, audit.ip, audit.userAgent]);
-  }
-
-  /** The account's trial grant a key would bind to, or null. */
-  grantForBinding(accountId: string, grantId: string): Promise<BindableGrantRow | null> {
-    return queryFirst(this.db, GRANT_FOR_BINDING, [grantId, accountId]);
   }
 }
 
