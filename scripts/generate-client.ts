@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { TASK_KINDS } from '@taskapi/domain';
+import { TASK_KINDS } from '@taskapi/task-kinds';
 import { ROUTES } from '../services/api/src/routes/index';
 import type { Route } from '../services/api/src/http/route';
 import { errorSchema, expiredTrialKeySchema, insufficientCreditsSchema, rateLimitedSchema, validationErrorSchema } from '../services/api/src/schemas/errors';

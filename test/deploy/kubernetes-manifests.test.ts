@@ -16,7 +16,7 @@ import { Service } from 'kubernetes-models/v1/Service';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { CONFIG_VARIABLES, loadConfig } from '@taskapi/config';
-import { TASK_KINDS } from '@taskapi/domain';
+import { TASK_KINDS } from '@taskapi/task-kinds';
 import { createMetrics } from '../../services/api/src/infra/metrics';
 
 const ROOT = path.resolve(__dirname, '../..');

@@ -2,7 +2,7 @@
 // kind read from a real Redis with real BullMQ jobs (the same on two API replicas), the end-to-end
 // histogram where tasks end (API: cancelled; worker: completed), and HTTP route labels that stay
 // the declared template for every status.
-import { TASK_KINDS } from '@taskapi/domain';
+import { TASK_KINDS } from '@taskapi/task-kinds';
 import { startTcpRelay, testRedisUrl, waitFor } from '@taskapi/testing';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type CreatedKey, type TestApi } from '../../services/api/test/support/harness';
 import { startSystem, startWorker, type RunningService, type TestSystem } from './support/system';

@@ -1,6 +1,4 @@
-// The kinds are declared in the task-kinds catalog; re-exported here for the code that imports
-// its task vocabulary (kinds, statuses, error codes) from one place.
-export { TASK_KINDS, type TaskKind } from '@taskapi/task-kinds';
+// Task statuses and error codes. The kinds are the task-kinds catalog's (@taskapi/task-kinds).
 
 /** Task status codes (spec). */
 export const TaskStatus = {

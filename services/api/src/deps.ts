@@ -7,7 +7,7 @@ import type { TlsOptions } from 'node:tls';
 import { createEgressClient, type EgressClient } from '@taskapi/egress';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
 import { createTaskScheduler, type NewTask, type TaskScheduler } from '@taskapi/scheduler';
-import type { TaskKind } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 import { TaskCreator } from './domain/create-task';
 import { FileLinks } from './domain/file-links';
 import { KeyCache } from './domain/key-cache';

@@ -1,5 +1,4 @@
-import type { TaskKind } from '@taskapi/domain';
-import { MAX_IMAGE_BYTES, TASK_REQUEST_SCHEMAS } from '@taskapi/task-kinds';
+import { MAX_IMAGE_BYTES, TASK_REQUEST_SCHEMAS, type TaskKind } from '@taskapi/task-kinds';
 import { ApiError } from '../errors';
 import { jsonDepth, topLevelMemberText } from './json-member-text';
 

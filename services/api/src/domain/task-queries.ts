@@ -1,4 +1,4 @@
-import type { TaskKind } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 import { ApiError } from '../errors';
 import type { TaskRepository, TaskRow } from '../repositories/tasks';
 

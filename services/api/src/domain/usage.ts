@@ -1,7 +1,8 @@
 // The console's usage report: per UTC day, the tasks created by kind, what became of them, the
 // credits they cost net of refunds, and the failure rate. The database returns one row per day,
 // kind and status that has tasks; this fills in every other day with zeros.
-import { TASK_KINDS, TaskStatus, type TaskKind } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
+import { TASK_KINDS, type TaskKind } from '@taskapi/task-kinds';
 import type { TaskRepository, UsageRow } from '../repositories/tasks';
 import type { UsageDayView, UsageReportView } from '../schemas/usage';
 

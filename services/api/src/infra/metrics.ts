@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { TASK_E2E_METRIC, type TaskKind } from '@taskapi/domain';
+import { TASK_E2E_METRIC } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 import type { QueueSignal } from './queue-signals';
 
 /** Prometheus metrics of one API instance (its own registry, so tests can run several). */

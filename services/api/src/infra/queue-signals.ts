@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { RedisClient } from '@taskapi/service';
-import type { TaskKind } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 import type { Logger } from '@taskapi/logger';
 import type { KindLoad, TaskScheduler } from '@taskapi/scheduler';
 

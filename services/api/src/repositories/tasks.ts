@@ -2,7 +2,8 @@
 // reads that clients poll, lists, and creation through the `create_tasks` function.
 import type pg from 'pg';
 import { z } from 'zod';
-import { finishTaskAndRecord, TASK_KINDS, type FinishedTask, type FinishTaskInput, type MarkerRedis, type TaskKind } from '@taskapi/domain';
+import { finishTaskAndRecord, type FinishedTask, type FinishTaskInput, type MarkerRedis } from '@taskapi/domain';
+import { TASK_KINDS, type TaskKind } from '@taskapi/task-kinds';
 import { IdempotencyRepository } from './idempotency';
 import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from '@taskapi/db';
 

@@ -2,7 +2,8 @@
 // JSON as text (payload is echoed byte for byte, see domain/task-view.ts); these schemas describe
 // it for the OpenAPI document and the SDK, and the contract tests parse real responses with them.
 import { z } from 'zod';
-import { TASK_ERROR_CODES, TASK_KINDS, TASK_STATUSES } from '@taskapi/domain';
+import { TASK_ERROR_CODES, TASK_STATUSES } from '@taskapi/domain';
+import { TASK_KINDS } from '@taskapi/task-kinds';
 import { nullableTimestamp, prefixedId, timestamp } from './common';
 
 export const PAYLOAD_DESCRIPTION =

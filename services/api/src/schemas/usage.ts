@@ -1,7 +1,7 @@
 // The console's usage report (`GET /api/console/usage`): the account's tasks per UTC day, by kind
 // and by the state they are in now, and the credits they cost net of refunds.
 import { z } from 'zod';
-import { TASK_KINDS, type TaskKind } from '@taskapi/domain';
+import { TASK_KINDS, type TaskKind } from '@taskapi/task-kinds';
 
 /** Longest window the report covers, in days. */
 export const MAX_USAGE_DAYS = 90;

@@ -1,4 +1,5 @@
-import { TaskStatus, type TaskKind } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 import { jobOutcome, taskJobId, type TaskQueues } from '@taskapi/queue';
 import type { TaskScheduler } from '@taskapi/scheduler';
 import { pendingTasksPage, stillPending, type PendingTaskRow } from '../repositories/tasks';

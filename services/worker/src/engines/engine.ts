@@ -1,4 +1,4 @@
-import type { TaskKind } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 
 /** An image handed to an engine (a face-detection input, already fetched or decoded from base64). */
 export interface EngineImage {

@@ -1,5 +1,5 @@
 import type { Config } from '@taskapi/config';
-import type { TaskKind } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 import type { Engine } from './engine';
 import { createFaceDetectionEngine } from './face-detection';
 import { createHttpEngine } from './http-engine';

@@ -1,5 +1,6 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { TASK_E2E_METRIC, type TaskKind } from '@taskapi/domain';
+import { TASK_E2E_METRIC } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 
 /** How a task run ended, as counted. */
 export type RunOutcome = 'completed' | 'failed' | 'skipped' | 'retried' | 'handed_back';

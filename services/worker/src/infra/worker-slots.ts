@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import type { TaskKind } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 import type { IdleSlots, TaskRunRef, WorkerReport } from '@taskapi/scheduler';
 
 /** A start waits at most this long for another call to the scheduler to carry it. */

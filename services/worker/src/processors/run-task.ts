@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { UnrecoverableError, type Job, type Processor } from 'bullmq';
-import { recordTaskStatus, TaskStatus, type TaskKind } from '@taskapi/domain';
+import { recordTaskStatus, TaskStatus } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
 import { TASK_MAX_ATTEMPTS, TASK_QUEUES, type TaskJob } from '@taskapi/queue';

@@ -1,4 +1,5 @@
-import { e2eSeconds, type TaskKind } from '@taskapi/domain';
+import { e2eSeconds } from '@taskapi/domain';
+import type { TaskKind } from '@taskapi/task-kinds';
 import { cancelTask } from '../../domain/cancel-task';
 import { renderTask } from '../../domain/task-view';
 import { defineRoute } from '../../http/route';

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { TaskKind } from '@taskapi/domain';
-import { TASK_KIND_CATALOG } from '@taskapi/task-kinds';
+import { TASK_KIND_CATALOG, type TaskKind } from '@taskapi/task-kinds';
 import { requestFingerprint, type IdempotencyRequest } from '../../domain/create-task';
 import { createTaskSchemas, draftTask } from '../../domain/task-input';
 import { renderTask } from '../../domain/task-view';

@@ -1,6 +1,7 @@
 // Shared by the two task lists: `/api/tasks` (API key) and `/api/console/tasks` (session).
 import { z } from 'zod';
-import { TASK_KINDS, TASK_STATUSES } from '@taskapi/domain';
+import { TASK_STATUSES } from '@taskapi/domain';
+import { TASK_KINDS } from '@taskapi/task-kinds';
 import { isId } from '@taskapi/ids';
 import type { ApiDeps } from '../../deps';
 import { listTasks } from '../../domain/task-queries';
