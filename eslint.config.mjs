@@ -1,7 +1,26 @@
 // One lint setup for every workspace.
 import js from '@eslint/js';
+import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
+
+// The API's layers, lowest first: a module may import from its own layer and the layers below it,
+// never from one above (docs/architecture.md, "Layers of the API").
+const API = 'services/api/src';
+const API_LAYERS = [
+  [`${API}/errors.ts`, `${API}/schemas`, `${API}/infra`, `${API}/repositories`, `${API}/console`],
+  [`${API}/domain`],
+  [`${API}/deps.ts`],
+  [`${API}/http`],
+  [`${API}/openapi`],
+  [`${API}/routes`],
+  [`${API}/app.ts`, `${API}/main.ts`, `${API}/admin`],
+];
+const apiLayerZones = API_LAYERS.slice(0, -1).map((layer, i) => ({
+  target: layer,
+  from: API_LAYERS.slice(i + 1).flat(),
+  message: 'imports point down the API layers (docs/architecture.md, "Layers of the API")',
+}));
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', 'packages/db/src/generated/**', 'coverage/**', 'data/**'] },
@@ -14,6 +33,21 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       'no-empty': ['error', { allowEmptyCatch: false }],
       eqeqeq: ['error', 'always'],
+    },
+  },
+  {
+    // No import cycles in any service or package, and no import up the API's layers.
+    files: ['services/*/src/**/*.ts', 'packages/*/src/**/*.ts'],
+    ignores: ['packages/db/src/generated/**'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'] })],
+    },
+    rules: {
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': ['error', { zones: apiLayerZones }],
     },
   },
   {

@@ -6,9 +6,10 @@ import { apiKeyAuth } from './http/api-key-auth';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { mountRoutes } from './http/mount-routes';
 import { observe } from './http/observe';
+import { BULL_BOARD_PATH } from './http/paths';
 import { responseDefaults } from './http/response-defaults';
 import { sessionAuth } from './http/session-auth';
-import { BULL_BOARD_PATH, bullBoardRoutes } from './routes/bull-board';
+import { bullBoardRoutes } from './routes/bull-board';
 import { docsPages } from './routes/docs';
 import { AUTH_SCOPES, ROUTES } from './routes';
 

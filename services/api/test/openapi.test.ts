@@ -2,7 +2,7 @@ import { TASK_ERROR_CODES } from '@taskapi/domain';
 import { TEST_PASSWORD } from '@taskapi/testing';
 import { createApp } from '../src/app';
 import { expressPath } from '../src/http/route';
-import { openApiDocument as buildDocument } from '../src/openapi/document';
+import { OpenApiDocument } from '../src/openapi/document';
 import { ROUTES as REGISTRY } from '../src/routes';
 import { createKey, seedAccount, startApi, withKey, type TestAccount, type TestApi } from './support/harness';
 
@@ -26,7 +26,7 @@ const UNDOCUMENTED_ROUTES = [
   'GET /app/webhook',
 ];
 
-const openApiDocument = buildDocument() as any;
+const openApiDocument = new OpenApiDocument(REGISTRY).document() as any;
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
@@ -183,7 +183,7 @@ describe('OpenAPI document for integrators', () => {
 
   it('names its server: the deployment serving it, or else the origin it came from', () => {
     expect(openApiDocument.servers).toEqual([{ url: '/', description: expect.any(String) }]);
-    expect(buildDocument('https://tasks.acme.test').servers).toEqual([{ url: 'https://tasks.acme.test', description: 'This deployment.' }]);
+    expect(new OpenApiDocument(REGISTRY).document('https://tasks.acme.test').servers).toEqual([{ url: 'https://tasks.acme.test', description: 'This deployment.' }]);
   });
 
   it('has an example for every response with a JSON or text body (2xx and errors)', () => {

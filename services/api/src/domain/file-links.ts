@@ -5,11 +5,8 @@
 import { createHmac, createSecretKey, hkdfSync, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { outputKey, type FileStore } from '@taskapi/file-store';
 import { unavailable } from '../errors';
-import type { StoredFile, TaskRow } from './task-view';
-import { taskFiles } from './task-view';
-
-/** The URL given for one file of a task. */
-export type FileUrlOf = (publicId: string, file: StoredFile) => string;
+import type { TaskRow } from '../repositories/tasks';
+import { taskFiles, type FileUrlOf } from './task-files';
 
 /** Where the signed-file route lives. */
 export const SIGNED_FILES_ROOT = '/api/files';

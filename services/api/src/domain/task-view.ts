@@ -1,14 +1,8 @@
 import type { TaskRow } from '../repositories/tasks';
-import type { FileUrlOf } from './file-links';
+import { taskFiles, type FileUrlOf } from './task-files';
 
 /** A task row as the task repository reads it: JSON columns arrive as source text. */
 export type { TaskRow };
-
-export interface StoredFile {
-  name: string;
-  content_type: string;
-  size: number;
-}
 
 const iso = (d: Date | null) => (d ? JSON.stringify(d.toISOString()) : 'null');
 
@@ -47,7 +41,7 @@ const renderedWithoutFiles = new WeakMap<TaskRow, string>();
 const MAX_KEPT_TEXT = 2_048;
 
 function render(row: TaskRow, urlOf: FileUrlOf): string {
-  const files = (JSON.parse(row.files) as StoredFile[]).map((f) => ({
+  const files = taskFiles(row).map((f) => ({
     name: f.name,
     content_type: f.content_type,
     size: f.size,
@@ -70,9 +64,4 @@ function render(row: TaskRow, urlOf: FileUrlOf): string {
     `,"files":${JSON.stringify(files)}` +
     `,"files_expired_at":${iso(row.files_expired_at)}}`
   );
-}
-
-/** The stored file list of a task row. */
-export function taskFiles(row: Pick<TaskRow, 'files'>): StoredFile[] {
-  return JSON.parse(row.files) as StoredFile[];
 }

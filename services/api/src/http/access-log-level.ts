@@ -1,4 +1,4 @@
-import { BULL_BOARD_PATH } from '../routes/bull-board';
+import { BULL_BOARD_PATH } from './paths';
 
 /** Probes and scrapes: answered every few seconds by design, so one line each would drown the log. */
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics', '/favicon.ico']);

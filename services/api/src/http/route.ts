@@ -7,7 +7,7 @@ import type { z } from 'zod';
 import type { ApiDeps } from '../deps';
 import type { KeyPrincipal, SessionPrincipal } from '../domain/principal';
 import type { ErrorCode, FixedCode } from '../errors';
-import type { ResponseHeader } from '../openapi/headers';
+import type { ResponseHeader } from '../schemas/response-headers';
 
 /** `apiKey`: `X-Api-Key` plus rate limits; `session`: console login; `none`: public. */
 export type Auth = 'apiKey' | 'session' | 'none';

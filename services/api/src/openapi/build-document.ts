@@ -8,7 +8,7 @@ import { invalidInput } from '../http/validation';
 import { errorSchema, expiredTrialKeySchema, insufficientCreditsSchema, rateLimitedSchema, validationErrorSchema } from '../schemas/errors';
 import { loginRateLimitedSchema } from '../schemas/console';
 import { ERROR_EXAMPLE_FIELDS, ERROR_RESPONSE_NOTES } from './error-docs';
-import { RESPONSE_HEADERS, type ResponseHeader } from './headers';
+import { RESPONSE_HEADERS, type ResponseHeader } from '../schemas/response-headers';
 import { RESPONSE_EXAMPLES } from './response-examples';
 
 type Json = Record<string, unknown>;

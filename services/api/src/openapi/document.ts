@@ -1,5 +1,5 @@
 /** The OpenAPI 3.1 document, generated from the route registry (see build-document.ts). */
-import { ROUTES } from '../routes';
+import type { Route } from '../http/route';
 import { buildDocument } from './build-document';
 import { webhooks } from './webhooks';
 
@@ -27,11 +27,8 @@ const SAME_ORIGIN = '/';
 /** The terms, on the /docs page (routes/docs.ts). */
 const LICENSE_PATH = '/docs#license';
 
-let cached: Record<string, unknown> | undefined;
-const jsonByServer = new Map<string, string>();
-
-function build() {
-  const document = buildDocument(ROUTES, {
+function build(routes: readonly Route[]) {
+  const document = buildDocument(routes, {
     info: { title: 'Task API', version: '1.0.0', description: DESCRIPTION, license: { name: 'Proprietary; the quickstart scripts are MIT-licensed sample code', url: LICENSE_PATH } },
     tags: [
       { name: 'Tasks', description: 'Create, list, get and cancel tasks; download their files. API key.' },
@@ -70,29 +67,37 @@ function build() {
   return document;
 }
 
-/**
- * The document naming `serverUrl` (the deployment's `PUBLIC_BASE_URL`) in `servers`, or without one
- * the origin it is served from; built once, on first use.
- */
-export function openApiDocument(serverUrl?: string): Record<string, unknown> {
-  cached ??= build();
-  const { openapi, info, ...rest } = cached as { openapi: string; info: { license: { url: string } } };
-  if (!serverUrl) return { openapi, info, servers: [{ url: SAME_ORIGIN, description: 'The server this document is served from.' }], ...rest };
-  return {
-    openapi,
-    info: { ...info, license: { ...info.license, url: `${serverUrl}${LICENSE_PATH}` } },
-    servers: [{ url: serverUrl, description: 'This deployment.' }],
-    ...rest,
-  };
-}
+/** The document of one route registry, built once on first use, per deployment it names. */
+export class OpenApiDocument {
+  private built: Record<string, unknown> | undefined;
+  private readonly jsonByServer = new Map<string, string>();
 
-/** The document as served by `GET /api/openapi.json` of the deployment at `serverUrl`. */
-export function openApiJson(serverUrl?: string): string {
-  const key = serverUrl ?? SAME_ORIGIN;
-  let json = jsonByServer.get(key);
-  if (json === undefined) {
-    json = JSON.stringify(openApiDocument(serverUrl));
-    jsonByServer.set(key, json);
+  constructor(private readonly routes: readonly Route[]) {}
+
+  /**
+   * The document naming `serverUrl` (the deployment's `PUBLIC_BASE_URL`) in `servers`, or without
+   * one the origin it is served from.
+   */
+  document(serverUrl?: string): Record<string, unknown> {
+    this.built ??= build(this.routes);
+    const { openapi, info, ...rest } = this.built as { openapi: string; info: { license: { url: string } } };
+    if (!serverUrl) return { openapi, info, servers: [{ url: SAME_ORIGIN, description: 'The server this document is served from.' }], ...rest };
+    return {
+      openapi,
+      info: { ...info, license: { ...info.license, url: `${serverUrl}${LICENSE_PATH}` } },
+      servers: [{ url: serverUrl, description: 'This deployment.' }],
+      ...rest,
+    };
   }
-  return json;
+
+  /** The document as served by `GET /api/openapi.json` of the deployment at `serverUrl`. */
+  json(serverUrl?: string): string {
+    const key = serverUrl ?? SAME_ORIGIN;
+    let json = this.jsonByServer.get(key);
+    if (json === undefined) {
+      json = JSON.stringify(this.document(serverUrl));
+      this.jsonByServer.set(key, json);
+    }
+    return json;
+  }
 }

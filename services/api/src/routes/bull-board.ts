@@ -2,9 +2,8 @@ import type { RequestHandler, Router } from 'express';
 import type * as BullBoardApi from '@bull-board/api';
 import type * as BullBoardBullMQ from '@bull-board/api/bullMQAdapter';
 import type { ApiDeps } from '../deps';
+import { BULL_BOARD_PATH } from '../http/paths';
 import type * as BoardAdapter from './self-contained-board-adapter';
-
-export const BULL_BOARD_PATH = '/admin/queues';
 
 /** The board's router over every task queue and the webhook queue, with no third-party assets. */
 function buildBoard(deps: ApiDeps): Router {

@@ -1,6 +1,6 @@
 // The route registry: every operation of the API, in matching order. The Express app
 // (`mountRoutes`), `/api/openapi.json` and the client SDK's types are all built from this list.
-import { TASK_KINDS } from '@taskapi/domain';
+import { TASK_KINDS } from '@taskapi/task-kinds';
 import type { AuthScope } from '../http/mount-routes';
 import type { Route } from '../http/route';
 import { getBalanceRoute } from './account/get-balance';
@@ -46,7 +46,7 @@ export const ROUTES: readonly Route[] = [
   healthRoute,
   readinessRoute,
   metricsRoute,
-  openApiDocumentRoute,
+  openApiDocumentRoute(() => ROUTES),
   loginRoute,
   logoutRoute,
   getSessionRoute,
