@@ -1,43 +1,44 @@
-import type { Queryable } from '@taskapi/domain';
+import type { SqlExecutor } from '@taskapi/db';
+import { loadDeliveryToSend, type DeliveryToSend } from '../repositories/deliveries';
 
-/** A delivery with what its webhook needs: the task's outcome and the account's encrypted secret. */
-export interface DeliveryToSend {
-  id: string;
-  state: 'pending' | 'succeeded' | 'failed';
-  /** Attempt numbers claimed so far (the last one may still be in flight). */
-  attempt_count: number;
-  /** Whether attempt `attempt_count` was claimed and its result is not recorded yet. */
-  last_attempt_in_flight: boolean;
-  /** With `last_attempt_in_flight`: milliseconds since that claim, by the database's clock. */
-  last_attempt_claimed_ms_ago: number | null;
-  url: string;
-  task_status: number;
-  public_id: string;
-  kind: string;
-  error_code: string | null;
-  /** Source text of the stored JSON (`json` columns keep it exactly). */
-  payload: string | null;
-  result: string | null;
-  account_id: string;
-  webhook_secret_ciphertext: string;
+export type { DeliveryToSend } from '../repositories/deliveries';
+
+/** The delivery with what its webhook needs, and the state of its last attempt; null when unknown. */
+export function loadDelivery(db: SqlExecutor, deliveryId: string): Promise<DeliveryToSend | null> {
+  return loadDeliveryToSend(db, deliveryId);
 }
 
-export async function loadDelivery(db: Queryable, deliveryId: string): Promise<DeliveryToSend | null> {
-  const { rows } = await db.query<DeliveryToSend>({
-    name: 'dispatcher-load-delivery',
-    text: `SELECT d.id, d.state::text AS state, d.attempt_count,
-                  COALESCE((SELECT w.in_flight FROM webhook_attempts w
-                             WHERE w.delivery_id = d.id AND w.attempt_number = d.attempt_count), false) AS last_attempt_in_flight,
-                  (SELECT (extract(epoch FROM now() - w.started_at) * 1000)::float8 FROM webhook_attempts w
-                    WHERE w.delivery_id = d.id AND w.attempt_number = d.attempt_count AND w.in_flight) AS last_attempt_claimed_ms_ago,
-                  d.url, d.task_status,
-                  t.public_id, t.kind::text AS kind, t.error_code, t.payload::text AS payload, t.result::text AS result,
-                  a.id AS account_id, a.webhook_secret_ciphertext
-             FROM webhook_deliveries d
-             JOIN tasks t ON t.id = d.task_id
-             JOIN accounts a ON a.id = d.account_id
-            WHERE d.id = $1`,
-    values: [deliveryId],
-  });
-  return rows[0] ?? null;
+/** What a run of attempt `attempt`'s job does with its delivery as loaded (see `attemptTurn`). */
+export type AttemptTurn =
+  /** Nothing: the delivery is unknown or done, the attempt was made, or the previous one is in flight. */
+  | { action: 'skip' }
+  /** Claim the number and send it: the next number, after a recorded attempt. */
+  | { action: 'send' }
+  /** Look again in `inMs`: the number is claimed by a run that may still be sending or recording it. */
+  | { action: 'wait'; inMs: number }
+  /** Record the claimed number with an unknown result: the run that claimed it did not live to record it. */
+  | { action: 'record-unknown' };
+
+/**
+ * The in-flight rules: a number is sent once, after the previous one is recorded, and a claimed
+ * number whose run died is recorded (result unknown) rather than sent again.
+ * @param liveClaimMs how long a claim may stay unrecorded while its run may still be alive.
+ * @param canWait whether this run can postpone its job (it holds the job's lock).
+ */
+export function attemptTurn(
+  delivery: Pick<DeliveryToSend, 'state' | 'attempt_count' | 'last_attempt_in_flight' | 'last_attempt_claimed_ms_ago'> | null,
+  attempt: number,
+  opts: { liveClaimMs: number; canWait: boolean },
+): AttemptTurn {
+  if (!delivery || delivery.state !== 'pending') return { action: 'skip' };
+  if (delivery.attempt_count === attempt && delivery.last_attempt_in_flight) {
+    const age = delivery.last_attempt_claimed_ms_ago ?? Infinity;
+    // A second run of this job (a stalled-job recovery, a sweeper re-add) while the first may
+    // still be sending or recording: look again once the first would have finished.
+    if (age < opts.liveClaimMs && opts.canWait) return { action: 'wait', inMs: opts.liveClaimMs - age };
+    // The POST may have reached the receiver, so the number stays taken and the schedule goes on.
+    return { action: 'record-unknown' };
+  }
+  if (delivery.attempt_count !== attempt - 1 || delivery.last_attempt_in_flight) return { action: 'skip' };
+  return { action: 'send' };
 }

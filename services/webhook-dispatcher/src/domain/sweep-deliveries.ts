@@ -1,16 +1,8 @@
-import type { Queryable } from '@taskapi/domain';
+import type { SqlExecutor } from '@taskapi/db';
 import { deliveryJobId, jobOutcome, type WebhookQueue } from '@taskapi/queue';
+import { overdueDeliveriesPage, type OverdueDelivery } from '../repositories/deliveries';
 
 const BATCH = 1000;
-
-interface PendingDeliveryRow {
-  id: string;
-  account_id: string;
-  attempt_count: number;
-  /** Whether attempt `attempt_count` was claimed and its result is not recorded yet. */
-  last_attempt_in_flight: boolean;
-  next_attempt_at: Date;
-}
 
 /**
  * Every pending delivery whose next attempt is overdue by more than `graceMs` must have its job:
@@ -21,22 +13,12 @@ interface PendingDeliveryRow {
  * only its own job records it, so that its number is never sent twice.
  * @returns how many deliveries were re-enqueued.
  */
-export async function sweepDeliveries(db: Queryable, webhooks: WebhookQueue, graceMs: number, batchSize = BATCH): Promise<number> {
+export async function sweepDeliveries(db: SqlExecutor, webhooks: WebhookQueue, graceMs: number, batchSize = BATCH): Promise<number> {
   let requeued = 0;
   // Keyset pages over every overdue delivery: a page of live jobs must not hide missing ones.
   let after: { due: Date; id: string } | null = null;
   for (;;) {
-    const page = await db.query<PendingDeliveryRow>({
-      name: 'dispatcher-sweep-deliveries',
-      text: `SELECT d.id, d.account_id, d.attempt_count, d.next_attempt_at, COALESCE(w.in_flight, false) AS last_attempt_in_flight
-               FROM webhook_deliveries d
-               LEFT JOIN webhook_attempts w ON w.delivery_id = d.id AND w.attempt_number = d.attempt_count
-              WHERE d.state = 'pending' AND d.next_attempt_at < now() - make_interval(secs => $1::float8 / 1000)
-                AND ($2::timestamptz IS NULL OR (d.next_attempt_at, d.id) > ($2::timestamptz, $3::text))
-              ORDER BY d.next_attempt_at, d.id LIMIT $4`,
-      values: [graceMs, after?.due ?? null, after?.id ?? null, batchSize],
-    });
-    const rows: PendingDeliveryRow[] = page.rows;
+    const rows = await overdueDeliveriesPage(db, graceMs, after, batchSize);
     const attempts = rows.map((row) => (row.last_attempt_in_flight ? row.attempt_count : row.attempt_count + 1));
     // A page's lookups at once (auto-pipelined), each constant work in Redis (see jobOutcome).
     const outcomes = await Promise.all(rows.map((row, i) => jobOutcome(webhooks.queue, deliveryJobId(row.id, attempts[i]!))));
@@ -49,7 +31,7 @@ export async function sweepDeliveries(db: Queryable, webhooks: WebhookQueue, gra
       else continue;
       requeued++;
     }
-    const last: PendingDeliveryRow | undefined = rows[rows.length - 1];
+    const last: OverdueDelivery | undefined = rows[rows.length - 1];
     if (!last || rows.length < batchSize) return requeued;
     after = { due: last.next_attempt_at, id: last.id };
   }

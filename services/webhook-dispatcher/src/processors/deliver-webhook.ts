@@ -1,22 +1,21 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
-import type { Queryable } from '@taskapi/domain';
+import type { SqlExecutor } from '@taskapi/db';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
-import type { WebhookSigningKeys } from '@taskapi/crypto';
 import { WEBHOOK_QUEUE, type WebhookAttemptResult, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
-import { claimAndLoad, type ClaimedDelivery } from '../domain/claim-and-load';
+import { claimAndLoad } from '../domain/claim-and-load';
 import { claimAttempt } from '../domain/claim-attempt';
-import { loadDelivery, type DeliveryToSend } from '../domain/load-delivery';
+import { attemptTurn, loadDelivery, type DeliveryToSend } from '../domain/load-delivery';
 import { recordAttempt } from '../domain/record-attempt';
-import { retryDelayAfter } from '../domain/retry-schedule';
+import { retryDueInMs, stateAfterAttempt } from '../domain/retry-schedule';
 import { sendAttempt, unknownResult, type WebhookRequest } from '../domain/send-attempt';
-import { webhookBody, webhookHeaders } from '../domain/webhook-request';
+import { webhookRequest } from '../domain/webhook-request';
 import { retryWhileDatabaseUnavailable } from '../infra/database-unavailable';
 import type { DispatcherMetrics } from '../infra/metrics';
 import { createSecretCache, type SecretCache } from '../infra/secret-cache';
 
 export interface DeliverWebhookDeps {
-  db: Queryable;
+  db: SqlExecutor;
   egress: EgressClient;
   webhooks: WebhookQueue;
   logger: Logger;
@@ -89,22 +88,17 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
     }
 
     const delivery = await loadDelivery(deps.db, deliveryId);
-    if (!delivery || delivery.state !== 'pending') return SKIPPED;
-    if (delivery.attempt_count === attempt && delivery.last_attempt_in_flight) {
-      const age = delivery.last_attempt_claimed_ms_ago ?? Infinity;
-      if (age < liveClaimMs && token !== undefined) {
-        // A second run of this job (a stalled-job recovery, a sweeper re-add) while the first may
-        // still be sending or recording: look again once the first would have finished.
-        await job.moveToDelayed(Date.now() + (liveClaimMs - age), token);
-        throw new DelayedError();
-      }
-      // Claimed by a run that did not live to record it: the POST may have reached the receiver, so
-      // the number stays taken (recorded with an unknown result) and the schedule goes on.
+    // Only a run holding the job's lock (`token`) can postpone the job.
+    const turn = attemptTurn(delivery, attempt, { liveClaimMs, canWait: token !== undefined });
+    if (!delivery || turn.action === 'skip') return SKIPPED;
+    if (turn.action === 'wait') {
+      await job.moveToDelayed(Date.now() + turn.inMs, token);
+      throw new DelayedError();
+    }
+    if (turn.action === 'record-unknown') {
       deps.logger.warn('webhook attempt claimed by a run that stopped; recorded with an unknown result', fields);
       return finishAttempt(deps, delivered, job, fields, unknownResult(), delivery.account_id);
     }
-    // Not this job's turn: the attempt was made already, or the previous one is still in flight.
-    if (delivery.attempt_count !== attempt - 1 || delivery.last_attempt_in_flight) return SKIPPED;
 
     const startedAt = new Date();
     // Built before the claim, so that a request that cannot be built (an undecryptable secret)
@@ -118,12 +112,6 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
 
 function buildRequest(deps: DeliverWebhookDeps, secrets: SecretCache, delivery: DeliveryToSend, attempt: number, now: Date): WebhookRequest {
   return webhookRequest(delivery, secrets.decrypt(deps.secretsKey, delivery.account_id, delivery.webhook_secret_ciphertext), attempt, now);
-}
-
-/** The signed request of one attempt (both paths: claimed-and-loaded, and loaded then claimed). */
-function webhookRequest(delivery: ClaimedDelivery, keys: WebhookSigningKeys, attempt: number, now: Date): WebhookRequest {
-  const body = webhookBody(delivery);
-  return { url: delivery.url, body, headers: webhookHeaders({ deliveryId: delivery.id, attempt, secret: keys, body, now }) };
 }
 
 type DeliveredLine = (fields: AttemptFields, statusCode: number | null, durationMs: number) => void;
@@ -146,11 +134,9 @@ async function finishAttempt(
   accountId: string | undefined,
 ): Promise<DeliveryOutcome> {
   const { delivery_id: deliveryId, attempt } = job.data;
-  const ok = result.error === null;
-  const delayMs = ok ? null : retryDelayAfter(attempt, deps.retryDelaysMs);
-  const state = ok ? 'succeeded' : delayMs === null ? 'failed' : 'pending';
-  // Each retry is measured from the attempt, not from when its recording finally got through.
-  const retryInMs = () => (delayMs === null ? null : Math.max(0, delayMs - (Date.now() - result.finished_at)));
+  const { state, retryDelayMs } = stateAfterAttempt(attempt, result.error, deps.retryDelaysMs);
+  const ok = state === 'succeeded';
+  const retryInMs = () => (retryDelayMs === null ? null : retryDueInMs(retryDelayMs, result.finished_at, Date.now()));
 
   let kept: Promise<void> | undefined;
   const keepInJob = () => {
