@@ -7,7 +7,8 @@
 // ANALYZE on a nearly empty table, then a backlog), proves it reproduces the trap with an index of
 // the old shape, and checks every hot statement's custom and generic plans.
 import pg from 'pg';
-import { finishTask, TaskStatus, type Queryable } from '@taskapi/domain';
+import type { SqlExecutor } from '@taskapi/db';
+import { finishTask, TaskStatus } from '@taskapi/domain';
 import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
 import { claimAndLoad } from '../../services/webhook-dispatcher/src/domain/claim-and-load';
 import { claimAttempt } from '../../services/webhook-dispatcher/src/domain/claim-attempt';
@@ -39,9 +40,9 @@ let task: { id: string; publicId: string };
 let deliveryId: string;
 
 /** The statements `fn` sends, each with its values (the statements run in a rolled-back transaction). */
-async function statementsOf(fn: (db: Queryable) => Promise<unknown>): Promise<Array<{ text: string; values: unknown[] }>> {
+async function statementsOf(fn: (db: SqlExecutor) => Promise<unknown>): Promise<Array<{ text: string; values: unknown[] }>> {
   const seen: Array<{ text: string; values: unknown[] }> = [];
-  const recorder: Queryable = {
+  const recorder: SqlExecutor = {
     query: (config) => {
       seen.push({ text: config.text, values: config.values ?? [] });
       return client.query(config) as never;
@@ -78,7 +79,7 @@ async function planOf(s: { text: string; values: unknown[] }, mode: 'force_custo
 }
 
 /** Both plans of every statement `fn` sends, flattened to their scans. */
-async function scansOf(fn: (db: Queryable) => Promise<unknown>) {
+async function scansOf(fn: (db: SqlExecutor) => Promise<unknown>) {
   const out: Array<{ statement: string; type: string; relation?: string; index?: string }> = [];
   for (const s of await statementsOf(fn)) {
     for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
@@ -158,7 +159,7 @@ describe('hot statements under a backlog the statistics have not seen', () => {
     expect((await partialIndexes()).sort()).toEqual(['tasks_not_finished_idx', 'tasks_retention_idx', 'webhook_deliveries_due_idx']);
   });
 
-  const hot: Array<[string, (db: Queryable) => Promise<unknown>]> = [
+  const hot: Array<[string, (db: SqlExecutor) => Promise<unknown>]> = [
     ['a worker starts a task', (db) => claimTask(db, task.publicId)],
     ['a worker hands a task back', (db) => handBackTask(db, { public_id: task.publicId, attempts: 1 })],
     ['a worker reads a task status', (db) => taskStatus(db, task.publicId)],

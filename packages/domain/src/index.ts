@@ -1,8 +1,6 @@
 export * from './task-rules';
 export { finishTask, finishTaskAndRecord } from './finish-task';
 export type { FinishTaskInput, FinishedTask } from './finish-task';
-/** @deprecated the pool or a transaction's client: `SqlExecutor` from @taskapi/db. */
-export type { SqlExecutor as Queryable } from '@taskapi/db';
 export { TASK_E2E_METRIC, terminalStatusName, e2eSeconds } from './task-e2e-metric';
 export { recordTaskStatus, seedTaskStatus, taskStatusMarkerKey, TASK_FINISHED_CHANNEL, parseTaskFinished } from './task-status-marker';
 export type { MarkerRedis } from './task-status-marker';

@@ -1,11 +1,12 @@
-import { e2eSeconds, finishTask, recordTaskStatus, terminalStatusName, type FinishTaskInput, type FinishedTask, type MarkerRedis, type Queryable } from '@taskapi/domain';
+import { e2eSeconds, finishTask, recordTaskStatus, terminalStatusName, type FinishTaskInput, type FinishedTask, type MarkerRedis } from '@taskapi/domain';
+import type { SqlExecutor } from '@taskapi/db';
 import { newId } from '@taskapi/ids';
 import type { Logger } from '@taskapi/logger';
 import type { WebhookQueue } from '@taskapi/queue';
 import type { WorkerMetrics } from '../infra/metrics';
 
 export interface AnnounceDeps {
-  db: Queryable;
+  db: SqlExecutor;
   redis: MarkerRedis;
   webhooks: WebhookQueue;
   logger: Logger;
