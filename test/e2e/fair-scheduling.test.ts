@@ -222,8 +222,12 @@ describe('fair share, caps and recovery (one Redis server)', () => {
     const counts = [0, 1, 2].map((i) => order.slice(0, 18).filter((o) => o === i).length);
     for (const n of counts) expect(n).toBeGreaterThanOrEqual(5);
     for (const n of counts) expect(n).toBeLessThanOrEqual(7);
-    // Then the two with work left share, and A finishes alone.
-    expect(order.slice(-6).every((o) => o === 0)).toBe(true);
+    // Then the two with work left share the three slots (two and one: a tie goes to the older
+    // tasks, A's), and A finishes alone: nominally B's last start is the 36th of 42, so the last
+    // six are A's; three leave room for a slot freed a moment late.
+    const middle = order.slice(18, 30);
+    for (const owner of [0, 1]) expect(middle.filter((o) => o === owner).length).toBeGreaterThanOrEqual(3);
+    expect(order.slice(-3)).toEqual([0, 0, 0]);
   }, 90_000);
 
   it("an account's cap holds across two worker processes and both kinds, while the others use the free slots", async () => {
