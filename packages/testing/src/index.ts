@@ -12,7 +12,7 @@ export { startHttpsReceiver } from './https-receiver';
 export type { HttpsReceiver, ReceivedRequest, ReceiverReply } from './https-receiver';
 export { inspectVideo } from './inspect-video';
 export type { VideoFacts } from './inspect-video';
-export { commandLine, descendants, isAlive } from './processes';
+export { commandLine, descendants, isAlive, processName } from './processes';
 export { claimRedisDb } from './redis-db';
 export { startRedisCluster } from './redis-cluster';
 export { startPrivateRedis } from './redis-server';

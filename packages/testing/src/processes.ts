@@ -28,6 +28,11 @@ export function commandLine(pid: number): string {
   }
 }
 
+/** The process's name as the kernel shows it (`comm`: a program may rename itself), or undefined when it is gone. */
+export function processName(pid: number): string | undefined {
+  return readStat(pid)?.command;
+}
+
 /** Every live descendant of `pid` (children, their children, ...), read from /proc. */
 export function descendants(pid: number): number[] {
   const all = fs

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './free-port';
+import { endOrphanedServers, recordServer } from './owned-servers';
 import { isAlive } from './processes';
 import { waitFor } from './wait';
 
@@ -23,15 +24,18 @@ export interface LocalRedisCluster {
  * Resolves once every node reports `cluster_state:ok`.
  */
 export async function startRedisCluster(masters = 3): Promise<LocalRedisCluster> {
+  endOrphanedServers();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'taskapi-redis-cluster-'));
   const ports: number[] = [];
   const pids: number[] = [];
+  const forget: Array<() => void> = [];
   const stop = async () => {
     await Promise.all(ports.map((port) => run('redis-cli', ['-p', String(port), 'shutdown', 'nosave']).catch(() => undefined)));
     await waitFor(() => pids.every((pid) => !isAlive(pid)), { timeoutMs: 10_000, what: 'Redis Cluster nodes to exit' }).catch(() => {
       // A node that ignored SHUTDOWN (hung): ours by its pid file, so end it.
       for (const pid of pids.filter(isAlive)) process.kill(pid, 'SIGKILL');
     });
+    for (const f of forget) f();
     fs.rmSync(dir, { recursive: true, force: true });
   };
   try {
@@ -45,7 +49,9 @@ export async function startRedisCluster(masters = 3): Promise<LocalRedisCluster>
         ...['--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'yes', '--pidfile', pidFile],
       ]);
       ports.push(port);
-      pids.push(await waitFor(() => (fs.existsSync(pidFile) && Number(fs.readFileSync(pidFile, 'utf8').trim())) || undefined, { timeoutMs: 10_000, what: `redis-server on ${port}` }));
+      const pid = await waitFor(() => (fs.existsSync(pidFile) && Number(fs.readFileSync(pidFile, 'utf8').trim())) || undefined, { timeoutMs: 10_000, what: `redis-server on ${port}` });
+      pids.push(pid);
+      forget.push(recordServer(pid, 'redis-server'));
     }
     await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
     await waitFor(
