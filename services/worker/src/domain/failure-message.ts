@@ -1,5 +1,5 @@
 import { storableText, type TaskErrorCode } from '@taskapi/domain';
-import { EngineError, ImageFetchError, TaskInputError } from '../engines/engine';
+import { EngineError, ImageFetchError, TaskInputError } from '@taskapi/engines';
 
 /** The `error_message` of a task that failed for reasons of ours (it was refunded). */
 export const INTERNAL_ERROR_MESSAGE = 'The task could not be run; it was refunded. Please try again.';

@@ -2,7 +2,7 @@ import { EgressError, type EgressClient, type EgressErrorCode } from '@taskapi/e
 import { inputKey, type FileStore } from '@taskapi/file-store';
 // The same limit as an uploaded `image_base64`.
 import { MAX_IMAGE_BYTES } from '@taskapi/task-kinds';
-import { ImageFetchError, TaskInputError, type EngineImage } from '../engines/engine';
+import { ImageFetchError, TaskInputError, type EngineImage } from '@taskapi/engines';
 import type { ClaimedTask } from '../repositories/tasks';
 
 export const IMAGE_FETCH_TIMEOUT_MS = 15_000;

@@ -1,5 +1,5 @@
 import type { TaskErrorCode } from '@taskapi/domain';
-import { EngineError, ImageFetchError, TaskInputError } from '../engines/engine';
+import { EngineError, ImageFetchError, TaskInputError } from '@taskapi/engines';
 
 /** What to do with an error thrown while running a task. */
 export type FailureDecision =

@@ -1,5 +1,5 @@
 import { outputKey, type FileStore } from '@taskapi/file-store';
-import type { EngineFile } from '../engines/engine';
+import type { EngineFile } from '@taskapi/engines';
 
 /** A stored file as listed in `tasks.files`. */
 export interface StoredFile {

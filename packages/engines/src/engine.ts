@@ -14,6 +14,13 @@ export interface EngineInput {
   params: Record<string, unknown>;
   /** Face detection only: the image bytes (from `image_base64` or fetched from `image_url`). */
   image?: EngineImage;
+  /**
+   * How far the run is, from 0 to 1, when the engine can tell (e.g. per video frame). Call it as
+   * often as is natural: the caller throttles what it stores.
+   */
+  progress?: (fraction: number) => void;
+  /** The task's attempt (1 for its first run): a model server's prediction is named after task and attempt. */
+  attempt?: number;
 }
 
 /** A file produced by an engine; stored under `FILES_DIR/<public_id>/<name>`. */
@@ -31,8 +38,9 @@ export interface EngineOutput {
 }
 
 /**
- * Runs one task kind. Implementations must stop promptly when `signal` aborts (per-kind timeout or
- * shutdown) by rejecting; throw `TaskInputError` for input the engine can never process.
+ * Runs one task kind. Implementations must stop promptly when `signal` aborts (the deadline, a
+ * cancel, or shutdown: see `WorkerShutdown`) by rejecting; throw `TaskInputError` for input the
+ * engine can never process, `EngineBusyError` when it cannot take the task now.
  */
 export interface Engine {
   run(input: EngineInput, signal: AbortSignal): Promise<EngineOutput>;
@@ -71,5 +79,41 @@ export class EngineError extends Error {
     readonly publicMessage?: string,
   ) {
     super(message);
+  }
+}
+
+/**
+ * The engine cannot take the task now (a model server at capacity, or still starting): the task
+ * goes back to its account's line without spending an attempt, at the front, and is offered again
+ * after `retryInMs`. Not a failure.
+ */
+export class EngineBusyError extends Error {
+  override name = 'EngineBusyError';
+  constructor(
+    message: string,
+    readonly retryInMs: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Why a run's signal aborted, when it is not the deadline (whose reason is a `TimeoutError`):
+ * the worker is shutting down (the task goes back to the queue and its next run may pick up where
+ * this one left: an engine must not cancel work it can re-attach to), or the task was cancelled
+ * (stop and discard everything).
+ */
+export class WorkerShutdown extends Error {
+  override name = 'WorkerShutdown';
+  constructor() {
+    super('worker shutting down');
+  }
+}
+
+/** See `WorkerShutdown`. */
+export class TaskCancelled extends Error {
+  override name = 'TaskCancelled';
+  constructor() {
+    super('task cancelled');
   }
 }

@@ -10,7 +10,7 @@ export type VideoFormat = 'mp4' | 'gif';
 const GIF = { width: 320, height: 180, fps: 10 };
 const MP4 = { width: 640, height: 360, fps: 24 };
 
-async function renderGif(scene: PromptScene, seconds: number, signal: AbortSignal): Promise<Buffer> {
+async function renderGif(scene: PromptScene, seconds: number, signal: AbortSignal, progress?: (fraction: number) => void): Promise<Buffer> {
   const { width, height, fps } = GIF;
   const frames = seconds * fps;
   const rgba = new Uint8Array(width * height * 4);
@@ -21,6 +21,7 @@ async function renderGif(scene: PromptScene, seconds: number, signal: AbortSigna
   for (let i = 0; i < frames; i++) {
     if (i > 0) scene.render(width, height, i / frames, rgba);
     gif.writeFrame(applyPalette(rgba, palette), width, height, { palette: i === 0 ? palette : undefined, delay: 1000 / fps, repeat: 0 });
+    progress?.((i + 1) / frames);
     await yieldToEventLoop(signal);
   }
   gif.finish();
@@ -34,7 +35,7 @@ async function renderGif(scene: PromptScene, seconds: number, signal: AbortSigna
  */
 export function createVideoGenerationEngine(opts: { format: VideoFormat; ffmpegPath?: string } = { format: 'gif' }): Engine {
   return {
-    async run({ params }, signal) {
+    async run({ params, progress }, signal) {
       const { prompt, duration_seconds: seconds } = params as { prompt?: unknown; duration_seconds?: unknown };
       if (typeof prompt !== 'string' || !Number.isInteger(seconds) || (seconds as number) < 1) {
         throw new TaskInputError('prompt and duration_seconds are required');
@@ -42,7 +43,7 @@ export function createVideoGenerationEngine(opts: { format: VideoFormat; ffmpegP
       const duration = seconds as number;
       const scene = promptScene(prompt);
       if (opts.format === 'gif') {
-        const data = await renderGif(scene, duration, signal);
+        const data = await renderGif(scene, duration, signal, progress);
         return {
           result: { width: GIF.width, height: GIF.height, duration_seconds: duration, frames: duration * GIF.fps, fps: GIF.fps, format: 'gif' },
           files: [{ name: 'video.gif', contentType: 'image/gif', data }],
@@ -53,7 +54,11 @@ export function createVideoGenerationEngine(opts: { format: VideoFormat; ffmpegP
         command: opts.ffmpegPath ?? 'ffmpeg',
         ...MP4,
         frames,
-        renderFrame: (i, out) => scene.render(MP4.width, MP4.height, i / frames, out),
+        renderFrame: (i, out) => {
+          scene.render(MP4.width, MP4.height, i / frames, out);
+          // Frames rendered so far; encoding the last ones takes ffmpeg a moment more.
+          progress?.(i / frames);
+        },
         signal,
       });
       return {

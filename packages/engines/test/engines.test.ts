@@ -1,14 +1,7 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { GifReader } from 'omggif';
 import { PNG } from 'pngjs';
-import { EngineError, TaskInputError } from '../src/engines/engine';
-import { createHttpEngine } from '../src/engines/http-engine';
-import { createImageGenerationEngine } from '../src/engines/image-generation';
 import { inspectVideo } from '@taskapi/testing';
-import { resolveVideoFormat } from '../src/engines';
-import { ffmpegCanEncodeH264 } from '../src/engines/ffmpeg-mp4';
-import { createVideoGenerationEngine } from '../src/engines/video-generation';
+import { createImageGenerationEngine, createVideoGenerationEngine, ffmpegCanEncodeH264, resolveVideoFormat } from '../src';
 
 const never = () => new AbortController().signal;
 
@@ -104,77 +97,5 @@ withFfmpeg('video generation engine: MP4 through the system ffmpeg', () => {
     expect(resolveVideoFormat({ videoFormat: 'auto', ffmpegPath: '/nonexistent/ffmpeg' })).toBe('gif');
     expect(resolveVideoFormat({ videoFormat: 'gif', ffmpegPath: 'ffmpeg' })).toBe('gif');
     expect(() => resolveVideoFormat({ videoFormat: 'mp4', ffmpegPath: '/nonexistent/ffmpeg' })).toThrow(/VIDEO_FORMAT=mp4 needs ffmpeg/);
-  });
-});
-
-describe('http engine (external inference server)', () => {
-  let server: http.Server;
-  let url: string;
-  const seen: Array<{ path: string; auth: string | undefined; body: any }> = [];
-  let reply: (body: any) => { status: number; body: unknown } | 'hang' = () => ({ status: 200, body: {} });
-
-  beforeAll(async () => {
-    server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString());
-        seen.push({ path: req.url ?? '', auth: req.headers.authorization, body });
-        const r = reply(body);
-        if (r === 'hang') return;
-        res.writeHead(r.status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(r.body));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-  });
-
-  const engine = () => createHttpEngine({ url, token: 'inference-token' });
-
-  it('forwards the task and returns the result and files', async () => {
-    reply = () => ({ status: 200, body: { result: { faces: 0 }, files: [{ name: 'out.txt', content_type: 'text/plain', data_base64: Buffer.from('hi').toString('base64') }] } });
-    const out = await engine().run(
-      { kind: 'face-detection', publicId: 'task_1', params: { image_url: 'https://x/y.png' }, image: { contentType: 'image/png', data: Buffer.from('png') } },
-      never(),
-    );
-    expect(out.result).toEqual({ faces: 0 });
-    expect(out.files?.[0]?.data.toString()).toBe('hi');
-    const last = seen[seen.length - 1]!;
-    expect(last.path).toBe('/v1/tasks/face-detection');
-    expect(last.auth).toBe('Bearer inference-token');
-    expect(last.body).toEqual({
-      public_id: 'task_1',
-      kind: 'face-detection',
-      params: { image_url: 'https://x/y.png' },
-      image: { content_type: 'image/png', data_base64: Buffer.from('png').toString('base64') },
-    });
-  });
-
-  it('422 means the input can never work; 5xx is retryable; other 4xx and bad bodies are not', async () => {
-    const run = () => engine().run({ kind: 'image-generation', publicId: 'task_2', params: { prompt: 'x' } }, never());
-    reply = () => ({ status: 422, body: { message: 'prompt not allowed' } });
-    await expect(run()).rejects.toEqual(new TaskInputError('prompt not allowed'));
-    reply = () => ({ status: 503, body: {} });
-    await expect(run()).rejects.toMatchObject({ name: 'EngineError', retryable: true });
-    reply = () => ({ status: 400, body: {} });
-    await expect(run()).rejects.toMatchObject({ name: 'EngineError', retryable: false });
-    reply = () => ({ status: 200, body: { files: [{ name: '../escape', content_type: 'x', data_base64: '' }] } });
-    await expect(run()).rejects.toBeInstanceOf(EngineError);
-  });
-
-  it('is aborted by the signal (the per-kind timeout)', async () => {
-    reply = () => 'hang';
-    const run = engine().run({ kind: 'video-generation', publicId: 'task_3', params: { prompt: 'x' } }, AbortSignal.timeout(100));
-    await expect(run).rejects.toMatchObject({ name: 'TimeoutError' });
-  });
-
-  it('an unreachable server is a retryable failure', async () => {
-    const gone = createHttpEngine({ url: 'http://127.0.0.1:1', token: undefined });
-    await expect(gone.run({ kind: 'video-generation', publicId: 'task_4', params: {} }, never())).rejects.toMatchObject({ retryable: true });
   });
 });

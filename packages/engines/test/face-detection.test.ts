@@ -2,8 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import { PNG } from 'pngjs';
-import { TaskInputError, type EngineInput } from '../src/engines/engine';
-import { createFaceDetectionEngine, type FaceBox } from '../src/engines/face-detection';
+import { createFaceDetectionEngine, TaskInputError, type EngineInput, type FaceBox } from '../src';
 
 const FIXTURES = path.resolve(__dirname, '../../../test/fixtures');
 const fixture = (name: string): Buffer => readFileSync(path.join(FIXTURES, name));
