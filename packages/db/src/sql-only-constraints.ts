@@ -15,6 +15,7 @@ export const SQL_ONLY_CONSTRAINTS: ReadonlyArray<{ table: string; name: string; 
   { table: 'api_keys', name: 'api_keys_grant_matches_type', check: "(type = 'trial') = (grant_id IS NOT NULL)" },
   { table: 'tasks', name: 'tasks_status_known', check: 'status IN (0, 10, 20, 30, 40)' },
   { table: 'tasks', name: 'tasks_cost_non_negative', check: 'cost >= 0' },
+  { table: 'tasks', name: 'tasks_progress_in_range', check: 'progress >= 0 AND progress <= 1' },
   {
     table: 'credit_ledger',
     name: 'credit_ledger_amount_sign',

@@ -3,11 +3,15 @@ import { z } from 'zod';
 import { TaskStatus, type TaskErrorCode } from './task-rules';
 import { recordTaskStatus, type MarkerRedis } from './task-status-marker';
 
+/**
+ * A terminal transition. `progress` (failed, cancelled): the last value the run reported, kept as
+ * the task's; a completed task's is 1.
+ */
 export type FinishTaskInput =
   | { status: typeof TaskStatus.completed; result: unknown; files?: unknown[] }
   /** `errorMessage`: a sentence the task's owner can act on (never a stack or a secret); stored as given. */
-  | { status: typeof TaskStatus.failed; errorCode: TaskErrorCode; errorMessage?: string }
-  | { status: typeof TaskStatus.cancelled };
+  | { status: typeof TaskStatus.failed; errorCode: TaskErrorCode; errorMessage?: string; progress?: number | null }
+  | { status: typeof TaskStatus.cancelled; progress?: number | null };
 
 const FinishedTaskRow = z.object({
   id: z.string(),
@@ -40,6 +44,7 @@ WITH t AS (
          error_message = $8,
          result = $5::json,
          files = COALESCE($6::jsonb, files),
+         progress = $9::real,
          finished_at = now()
    WHERE public_id = $1
      AND ($2::text IS NULL OR account_id = $2)
@@ -98,6 +103,7 @@ export async function finishTask(
     input.status === TaskStatus.completed && input.files ? JSON.stringify(input.files) : null,
     deliveryId,
     input.status === TaskStatus.failed ? (input.errorMessage ?? null) : null,
+    input.status === TaskStatus.completed ? 1 : (input.progress ?? null),
   ]);
 }
 

@@ -1,3 +1,4 @@
+import { TASK_CHANGED_CHANNEL } from './task-progress';
 import { isTerminalStatus } from './task-rules';
 
 // Every committed status change of a task is mirrored to a small Redis key, written *after* the
@@ -47,11 +48,15 @@ export interface MarkerRedis {
   set(key: string, value: string | number, ex: 'EX', seconds: number, nx: 'NX'): Promise<unknown>;
 }
 
-/** Records a committed status change. Call after the commit, before the change is announced. */
+/**
+ * Records a committed status change. Call after the commit, before the change is announced. A
+ * terminal status is published on TASK_FINISHED_CHANNEL, another on TASK_CHANGED_CHANNEL (task
+ * event streams); either only when the marker moved.
+ */
 export async function recordTaskStatus(redis: MarkerRedis, accountId: string, publicId: string, status: number): Promise<void> {
   const terminal = isTerminalStatus(status);
   const ttl = terminal ? TERMINAL_TTL_SECONDS : NON_TERMINAL_TTL_SECONDS;
-  const channel = terminal ? TASK_FINISHED_CHANNEL : '';
+  const channel = terminal ? TASK_FINISHED_CHANNEL : TASK_CHANGED_CHANNEL;
   await redis.eval(RECORD_MAX_SCRIPT, 1, taskStatusMarkerKey(accountId, publicId), status, ttl, channel, `${accountId} ${publicId} ${status}`);
 }
 
