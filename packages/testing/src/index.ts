@@ -22,3 +22,19 @@ export { freePort } from './free-port';
 export { startSwift, SWIFT_CREDENTIALS, SWIFT_PACKAGES } from './swift';
 export type { SwiftServer } from './swift';
 export { installClientPackage } from './client-package';
+export { CogFile, HEALTH_STATUSES, MODEL_NAMES, createModel, spawnCogServer, startCogServer, tqdmLine, validateInput, withDefaults } from './cog-server';
+export type {
+  CogModel,
+  CogServer,
+  CogServerOptions,
+  HealthStatus,
+  InputSchema,
+  MetricMode,
+  ModelName,
+  OutputAs,
+  PredictionJson,
+  PredictionRecord,
+  RunContext,
+  SpawnCogServerOptions,
+  SpawnedCogServer,
+} from './cog-server';
