@@ -111,12 +111,37 @@ const settings = {
   memoryReleaseIdleMs: variable('MEMORY_RELEASE_IDLE_MS', millisecondsFromZero(3_600_000, 'never').default(10_000)),
   /** Per-kind deadline of one engine run; past it the run is aborted and the task fails with `timeout`. */
   taskTimeoutsMs: perTaskKind((kind) => variable(kind.timeoutMs.variable, wholeNumber(3_600_000).default(kind.timeoutMs.default))),
-  /** Which engine runs each kind: the built-in CPU engine, or the `http` engine at `httpEngine.url`. */
-  engines: perTaskKind((kind) => variable(kind.engine.variable, z.enum(['builtin', 'http'], named('must be builtin or http')).default('builtin'))),
-  httpEngine: {
-    url: variable('HTTP_ENGINE_URL', httpUrl('must be an http(s) URL').transform(withoutTrailingSlash).optional()),
-    token: variable('HTTP_ENGINE_TOKEN', z.string().min(1).optional()),
-  },
+  /** Which engine runs each kind: the built-in CPU engine, or a Cog model server at `cog[kind].url` (docs/models.md). */
+  engines: perTaskKind((kind) =>
+    variable(
+      kind.engine.variable,
+      z
+        .string()
+        .refine((v) => v !== 'http', named(`http is retired: run the model behind a Cog server, set this to cog and ${kind.engine.cogUrl} (docs/models.md)`))
+        .pipe(z.enum(['builtin', 'cog'], named('must be builtin or cog')))
+        .default('builtin'),
+    ),
+  ),
+  /** Per kind: its Cog model server, and the renaming of input fields its model expects (`ours=theirs,...`). */
+  cog: perTaskKind((kind) => ({
+    url: variable(kind.engine.cogUrl, httpUrl('must be an http(s) URL').transform(withoutTrailingSlash).optional()),
+    inputMap: variable(
+      kind.engine.cogInputMap,
+      commaList((pair) => {
+        const m = /^([A-Za-z_][A-Za-z0-9_]*)=([A-Za-z_][A-Za-z0-9_]*)$/.exec(pair);
+        return m && kind.engine.modelInputs.includes(m[1]!) ? ([m[1]!, m[2]!] as const) : undefined;
+      })
+        .refine((pairs) => new Set(pairs.map(([ours]) => ours)).size === pairs.length, named('renames a field twice'))
+        .transform((pairs) => Object.freeze(Object.fromEntries(pairs) as Record<string, string>))
+        .optional(),
+    ),
+  })),
+  /** Where model servers post their prediction webhooks: the API's origin as they reach it (default PUBLIC_BASE_URL). */
+  cogWebhookBaseUrl: variable('COG_WEBHOOK_BASE_URL', httpUrl('must be an http(s) URL').transform(withoutTrailingSlash).optional()),
+  /** A task a busy model server refused (409, or BUSY) is offered again after this long, no attempt spent. */
+  cogBusyRetryMs: variable('COG_BUSY_RETRY_MS', wholeNumber(600_000).default(2_000)),
+  /** Largest file a model may return (each output), in bytes; a larger one fails the task (`engine_error`). */
+  cogOutputMaxBytes: variable('COG_OUTPUT_MAX_BYTES', wholeNumber(2 * 1024 ** 3).default(256 * 1024 ** 2)),
   /** Built-in video engine output: `mp4` needs ffmpeg with libx264; `auto` picks mp4 when it is there, else `gif`. */
   videoFormat: variable('VIDEO_FORMAT', z.enum(['auto', 'mp4', 'gif'], named('must be auto, mp4 or gif')).default('auto')),
   ffmpegPath: variable('FFMPEG_PATH', z.string().min(1).default('ffmpeg')),
@@ -199,8 +224,8 @@ function checkCombinations(s: EnvValues, ctx: z.core.$RefinementCtx): void {
     if (s.benchFifoScheduling) problem('is for npm run bench only and refused when NODE_ENV=production', settings.benchFifoScheduling);
   }
   if (s.storageDriver === 's3' && !s.s3.bucket) problem('required when STORAGE_DRIVER=s3', settings.s3.bucket);
-  if (Object.values(s.engines).includes('http') && !s.httpEngine.url) {
-    problem('required when an ENGINE_* variable is http', settings.httpEngine.url);
+  for (const kind of TASK_KINDS) {
+    if (s.engines[kind] === 'cog' && !s.cog[kind].url) problem(`required when ${settings.engines[kind].name}=cog`, settings.cog[kind].url);
   }
 }
 
@@ -270,7 +295,8 @@ function complete(s: EnvValues) {
      * every request.
      */
     admin,
-    httpEngine: s.httpEngine.url ? Object.freeze({ url: s.httpEngine.url, token: s.httpEngine.token }) : undefined,
+    /** Where model servers post prediction webhooks: `COG_WEBHOOK_BASE_URL`, else the public base URL. */
+    cogWebhookBaseUrl: s.cogWebhookBaseUrl ?? s.publicBaseUrl ?? derivedBaseUrl(host, s.port),
     /**
      * API: after SIGTERM, how long `/readyz` answers 503 while requests are still served, so load
      * balancers stop sending before the listener closes. Default 5000 in production, else 0.

@@ -20,7 +20,10 @@ describe('configuration', () => {
     expect(c.webhookAllowPrivateNetworks).toBe(false);
     expect(c.workerKinds).toEqual(['video-generation', 'image-generation', 'face-detection']);
     expect(c.engines).toEqual({ 'video-generation': 'builtin', 'image-generation': 'builtin', 'face-detection': 'builtin' });
-    expect(c.httpEngine).toBeUndefined();
+    expect(c.cog['image-generation']).toEqual({ url: undefined, inputMap: undefined });
+    // Model servers post to where clients reach the API, unless told otherwise.
+    expect(c.cogWebhookBaseUrl).toBe(c.publicBaseUrl);
+    expect(c.cogBusyRetryMs).toBe(2_000);
     expect(Object.isFrozen(c)).toBe(true);
   });
 
@@ -29,14 +32,17 @@ describe('configuration', () => {
       ...SECRETS,
       WORKER_KINDS: 'face-detection',
       WORKER_CONCURRENCY: '3',
-      ENGINE_VIDEO: 'http',
-      HTTP_ENGINE_URL: 'http://inference:8000/',
+      ENGINE_VIDEO: 'cog',
+      COG_URL_VIDEO: 'http://video-model:5000/',
+      COG_INPUT_MAP_VIDEO: 'duration_seconds=seconds, prompt=text',
+      COG_WEBHOOK_BASE_URL: 'http://api.internal:3000/',
       TASK_TIMEOUT_VIDEO_MS: '600000',
     });
     expect(c.workerKinds).toEqual(['face-detection']);
     expect(c.workerConcurrency).toBe(3);
-    expect(c.engines['video-generation']).toBe('http');
-    expect(c.httpEngine).toEqual({ url: 'http://inference:8000', token: undefined });
+    expect(c.engines['video-generation']).toBe('cog');
+    expect(c.cog['video-generation']).toEqual({ url: 'http://video-model:5000', inputMap: { duration_seconds: 'seconds', prompt: 'text' } });
+    expect(c.cogWebhookBaseUrl).toBe('http://api.internal:3000');
     expect(c.taskTimeoutsMs['video-generation']).toBe(600_000);
   });
 
@@ -52,10 +58,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...SECRETS, SECRETS_KEY: 'c2hvcnQ=' })).toThrow(/SECRETS_KEY/);
     expect(() => loadConfig({ ...SECRETS, ADMIN_USER: 'ops' })).toThrow(/ADMIN_USER and ADMIN_PASSWORD/);
     expect(() => loadDatabaseUrl({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
-    expect(() => loadConfig({ ...SECRETS, ENGINE_FACE: 'gpu' })).toThrow(/ENGINE_FACE must be builtin or http/);
+    expect(() => loadConfig({ ...SECRETS, ENGINE_FACE: 'gpu' })).toThrow(/ENGINE_FACE must be builtin or cog/);
     expect(() => loadConfig({ ...SECRETS, VIDEO_FORMAT: 'avi' })).toThrow(/VIDEO_FORMAT must be auto, mp4 or gif/);
     expect(() => loadConfig({ ...SECRETS, OPS_PORT: 'metrics' })).toThrow(/OPS_PORT must be a port number/);
-    expect(() => loadConfig({ ...SECRETS, ENGINE_VIDEO: 'http' })).toThrow(/HTTP_ENGINE_URL: required/);
+    // The bespoke http engine is gone: its variable says what replaces it.
+    expect(() => loadConfig({ ...SECRETS, ENGINE_VIDEO: 'http' })).toThrow(/ENGINE_VIDEO http is retired: run the model behind a Cog server, set this to cog and COG_URL_VIDEO/);
+    expect(() => loadConfig({ ...SECRETS, ENGINE_IMAGE: 'cog' })).toThrow(/COG_URL_IMAGE: required when ENGINE_IMAGE=cog/);
+    expect(() => loadConfig({ ...SECRETS, COG_URL_FACE: 'ftp://x' })).toThrow(/COG_URL_FACE must be an http\(s\) URL/);
+    expect(() => loadConfig({ ...SECRETS, COG_INPUT_MAP_VIDEO: 'width=w' })).toThrow(/COG_INPUT_MAP_VIDEO: "width=w" is not valid/);
+    expect(() => loadConfig({ ...SECRETS, COG_INPUT_MAP_IMAGE: 'prompt=a,prompt=b' })).toThrow(/COG_INPUT_MAP_IMAGE renames a field twice/);
     expect(() => loadConfig({ ...SECRETS, TASK_TIMEOUT_FACE_MS: '0' })).toThrow(/TASK_TIMEOUT_FACE_MS must be at least 1/);
   });
 

@@ -6,3 +6,4 @@ export { generateApiKey, parseApiKey, API_KEY_PREFIXES, API_KEY_BODY_LENGTH } fr
 export type { ApiKeyType, GeneratedApiKey, ParsedApiKey } from './api-key';
 export { generateWebhookSecret, webhookSecretContext, webhookSignature, webhookSigningKeys, standardWebhookSignature } from './webhook-secret';
 export type { WebhookSigningKeys } from './webhook-secret';
+export { ModelWebhookTokens } from './model-webhook';

@@ -2,8 +2,25 @@ export * from './task-rules';
 export { finishTask, finishTaskAndRecord } from './finish-task';
 export type { FinishTaskInput, FinishedTask } from './finish-task';
 export { TASK_E2E_METRIC, terminalStatusName, e2eSeconds } from './task-e2e-metric';
+export { PROGRESS_WRITES_PER_SECOND, ProgressThrottle, parseProgress, recordTaskProgress, roundProgress, TASK_CHANGED_CHANNEL, taskProgressKey } from './task-progress';
 export { recordTaskStatus, seedTaskStatus, taskStatusMarkerKey, TASK_FINISHED_CHANNEL, parseTaskFinished } from './task-status-marker';
 export type { MarkerRedis } from './task-status-marker';
 export { webhookBody, webhookHeaders } from './webhook-request';
 export type { WebhookSubject } from './webhook-request';
 export { storableText, UNSTORABLE_TEXT } from './storable-text';
+export {
+  claimPrediction,
+  forgetPrediction,
+  MODEL_WEBHOOK_PATH,
+  modelWebhookUrl,
+  PREDICTION_UPDATED_CHANNEL,
+  predictionId,
+  predictionKey,
+  predictionProgress,
+  progressFromLogs,
+  readPrediction,
+  recordPredictionUpdate,
+  taskOfPrediction,
+  TERMINAL_PREDICTION_STATUSES,
+} from './model-predictions';
+export type { PredictionRecord, PredictionRedis, PredictionUpdate } from './model-predictions';

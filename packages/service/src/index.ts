@@ -8,6 +8,8 @@ export { connectBackends } from './backends';
 export { createRedisClient } from './redis-client';
 export type { RedisClient, RedisTarget } from './redis-client';
 export { runPeriodically } from './periodic';
+export { PubSubFanout } from './pubsub-fanout';
+export type { FanoutEvent } from './pubsub-fanout';
 export { startConfiguredOpsServer, startOpsServer } from './ops-server';
 export { checkReadiness } from './readiness';
 export type { Readiness } from './readiness';

@@ -21,8 +21,17 @@ export interface TaskKindDefinition {
   cost: { default: number; variable: `TASK_COST_${string}` };
   /** Deadline of one engine run in milliseconds: `default` unless the variable is set. */
   timeoutMs: { default: number; variable: `TASK_TIMEOUT_${string}_MS` };
-  /** The variable choosing the engine: `builtin` (the default) or `http`. */
-  engine: { variable: `ENGINE_${string}` };
+  /**
+   * The variables of the kind's engine: `variable` chooses `builtin` (the default) or `cog`; a Cog
+   * model server is at `cogUrl`, and `cogInputMap` renames input fields for it (docs/models.md).
+   */
+  engine: {
+    variable: `ENGINE_${string}`;
+    cogUrl: `COG_URL_${string}`;
+    cogInputMap: `COG_INPUT_MAP_${string}`;
+    /** The input fields a model gets, by our names (what `cogInputMap` may rename). */
+    modelInputs: readonly string[];
+  };
   /** Webhook body: whether `result` follows the spec's four fields (`null` when the task failed). */
   webhook: { result: boolean };
 }
@@ -42,7 +51,7 @@ export const TASK_KIND_CATALOG = {
     bodyLimitBytes: TEXT_BODY_LIMIT,
     cost: { default: 10, variable: 'TASK_COST_VIDEO' },
     timeoutMs: { default: 120_000, variable: 'TASK_TIMEOUT_VIDEO_MS' },
-    engine: { variable: 'ENGINE_VIDEO' },
+    engine: { variable: 'ENGINE_VIDEO', cogUrl: 'COG_URL_VIDEO', cogInputMap: 'COG_INPUT_MAP_VIDEO', modelInputs: ['prompt', 'duration_seconds'] },
     webhook: { result: false },
   },
   'image-generation': {
@@ -55,7 +64,7 @@ export const TASK_KIND_CATALOG = {
     bodyLimitBytes: TEXT_BODY_LIMIT,
     cost: { default: 2, variable: 'TASK_COST_IMAGE' },
     timeoutMs: { default: 30_000, variable: 'TASK_TIMEOUT_IMAGE_MS' },
-    engine: { variable: 'ENGINE_IMAGE' },
+    engine: { variable: 'ENGINE_IMAGE', cogUrl: 'COG_URL_IMAGE', cogInputMap: 'COG_INPUT_MAP_IMAGE', modelInputs: ['prompt', 'width', 'height'] },
     webhook: { result: false },
   },
   'face-detection': {
@@ -79,7 +88,7 @@ export const TASK_KIND_CATALOG = {
     bodyLimitBytes: Math.ceil((MAX_IMAGE_BYTES * 4) / 3) + 256 * 1024,
     cost: { default: 1, variable: 'TASK_COST_FACE' },
     timeoutMs: { default: 30_000, variable: 'TASK_TIMEOUT_FACE_MS' },
-    engine: { variable: 'ENGINE_FACE' },
+    engine: { variable: 'ENGINE_FACE', cogUrl: 'COG_URL_FACE', cogInputMap: 'COG_INPUT_MAP_FACE', modelInputs: ['image'] },
     webhook: { result: true },
   },
 } satisfies Record<string, TaskKindDefinition>;

@@ -1,4 +1,5 @@
 import express from 'express';
+import { MODEL_WEBHOOK_PATH } from '@taskapi/domain';
 import { consolePages } from './console/pages';
 import type { ApiDeps } from './deps';
 import { adminAuth } from './http/admin-auth';
@@ -10,6 +11,7 @@ import { BULL_BOARD_PATH } from './http/paths';
 import { responseDefaults } from './http/response-defaults';
 import { sessionAuth } from './http/session-auth';
 import { bullBoardRoutes } from './routes/bull-board';
+import { modelWebhookHandler } from './routes/model-webhooks';
 import { docsPages } from './routes/docs';
 import { AUTH_SCOPES, ROUTES } from './routes';
 
@@ -30,6 +32,9 @@ export function createApp(deps: ApiDeps): express.Express {
     apiKey: apiKeyAuth(deps),
     session: sessionAuth({ sessions: deps.sessions, accounts: deps.repos.accounts, publicBaseUrl: deps.config.publicBaseUrl }),
   });
+
+  // Model servers' prediction updates (not part of the public API; each URL carries its own token).
+  app.post(`${MODEL_WEBHOOK_PATH}/:predictionId/:token`, modelWebhookHandler(deps));
 
   // Pages for people, not API: Swagger UI, the console, and the operators' queue board.
   app.use(docsPages(deps.config.publicBaseUrl));

@@ -3,12 +3,14 @@ import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
 import type { Config } from '@taskapi/config';
 import type { Database } from '@taskapi/db';
-import { TaskStatus } from '@taskapi/domain';
+import { PREDICTION_UPDATED_CHANNEL, TaskStatus } from '@taskapi/domain';
+import { WorkerShutdown } from '@taskapi/engines';
 import { createEgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
 import { createTaskScheduler } from '@taskapi/scheduler';
-import { runPeriodically, startConfiguredOpsServer, type RedisClient } from '@taskapi/service';
+import { createRedisClient, PubSubFanout, runPeriodically, startConfiguredOpsServer, type RedisClient } from '@taskapi/service';
+import type { TaskKind } from '@taskapi/task-kinds';
 import { accountCaps } from './repositories/accounts';
 import { finishAndAnnounce } from './domain/finish-and-announce';
 import { INTERNAL_ERROR_MESSAGE } from './domain/failure-message';
@@ -17,6 +19,7 @@ import { createEngines } from './engines';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import { taskOutputs } from './infra/file-store';
 import { createWorkerMetrics } from './infra/metrics';
+import { RunningTasks } from './infra/running-tasks';
 import { startRetentionJob } from './infra/retention-job';
 import { WorkerSlots } from './infra/worker-slots';
 import { runTaskProcessor, type RunTaskOutcome } from './processors/run-task';
@@ -46,7 +49,6 @@ export async function startWorkerService(
   const { db, redis } = backends;
   const webhooks = createWebhookQueue(redis);
   const taskQueues = createTaskQueues(redis);
-  const { engines, description } = createEngines(config, config.workerKinds);
   const store = opts.store ?? createFileStore(config);
   const files = taskOutputs(store);
   // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The
@@ -54,6 +56,37 @@ export async function startWorkerService(
   const storage = storeReadiness(store, logger);
   await storage.first;
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
+  // This process's pub/sub connection: task cancels (every worker) and model-server updates (Cog kinds).
+  const subscriber = createRedisClient(config, { connectionName: 'taskapi-worker-sub', maxRetriesPerRequest: null, enableOfflineQueue: true });
+  subscriber.on('error', (err: Error) => logger.warn('redis subscriber error', { error: err.message }));
+  const cancels = RunningTasks.fanout(subscriber, logger);
+  await cancels.start();
+  const running = new RunningTasks(cancels, db.pool, logger);
+  let predictionUpdates: PubSubFanout | undefined;
+  const bullWorkers = new Map<TaskKind, Worker<TaskJob, RunTaskOutcome>>();
+  const { engines, cogServers, description, abandon } = await createEngines(config, config.workerKinds, {
+    redis,
+    store,
+    egress,
+    logger,
+    updates: async () => {
+      if (!predictionUpdates) {
+        predictionUpdates = new PubSubFanout(subscriber, [PREDICTION_UPDATED_CHANNEL], (_channel, message) => message.split(' ')[0] ?? null, logger);
+        await predictionUpdates.start();
+      }
+      return predictionUpdates;
+    },
+    // A model server that runs fewer predictions at once than WORKER_CONCURRENCY: this worker takes
+    // no more of that kind's jobs than it can run (BullMQ's concurrency, and the idle slots it reports).
+    onCapacity: (kind, capacity) => {
+      const worker = bullWorkers.get(kind);
+      const concurrency = Math.min(config.workerConcurrency, capacity);
+      if (worker && worker.concurrency !== concurrency) {
+        worker.concurrency = concurrency;
+        logger.info('model server capacity learned; concurrency adjusted', { kind, concurrency });
+      }
+    },
+  });
   const shutdown = new AbortController();
   const engineRuns = new Set<Promise<unknown>>();
   const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics });
@@ -65,22 +98,38 @@ export async function startWorkerService(
     config.workerConcurrency,
     (send) =>
       report(send).catch((err: unknown) => logger.warn('could not report started tasks to the scheduler; the next report carries them', { error: (err as Error).message })),
+    (kind) => cogServers[kind]?.capacity ?? config.workerConcurrency,
   );
 
   const workers = config.workerKinds.map((kind) => {
     const engine = engines[kind];
     if (!engine) throw new Error(`no engine for ${kind}`);
     const processor = runTaskProcessor(
-      { ...announce, engine, store, files, egress, metrics, timeoutMs: config.taskTimeoutsMs[kind], shutdown: shutdown.signal, engineRuns, scheduler, slots, retryBackoffMs: config.taskRetryBackoffMs },
+      {
+        ...announce,
+        engine,
+        store,
+        files,
+        egress,
+        metrics,
+        timeoutMs: config.taskTimeoutsMs[kind],
+        shutdown: shutdown.signal,
+        engineRuns,
+        scheduler,
+        slots,
+        retryBackoffMs: config.taskRetryBackoffMs,
+        running,
+      },
       kind,
     );
     const worker = new Worker<TaskJob, RunTaskOutcome>(TASK_QUEUES[kind].name, processor, {
       connection: redis,
-      concurrency: config.workerConcurrency,
+      concurrency: Math.min(config.workerConcurrency, cogServers[kind]?.capacity ?? config.workerConcurrency),
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerLockDurationMs,
       maxStalledCount: 1,
     });
+    bullWorkers.set(kind, worker);
     worker.on('error', (err) => logger.warn('worker error', { kind, error: err.message }));
     // The recovery path of a worker that died mid-task: its lock expired and BullMQ put the job
     // back (or failed it, past maxStalledCount; the `failed` handler below ends that task).
@@ -100,6 +149,7 @@ export async function startWorkerService(
           logger.warn('could not tell the scheduler a given-up job ended; the sweeper will', { public_id: job.data.public_id, error: (e as Error).message }),
         );
         if (!finished) return;
+        await abandon(kind, job.data.public_id);
         metrics.observeRun(kind, 'failed', 0);
         logger.warn('task failed after its job gave up', { public_id: job.data.public_id, job_id: job.id, reason: err.message });
       })().catch((e: unknown) =>
@@ -147,7 +197,9 @@ export async function startWorkerService(
   // Every replica tries; the sweeper lock lets one of them run it per interval.
   const retention = startRetentionJob({ db, redis, store, logger, metrics }, config.retentionDays, opts.retentionIntervalMs);
 
-  const ops = await startConfiguredOpsServer(config, metrics.registry, backends, { storage: storage.check });
+  // Ready only while every model server this worker uses takes predictions (READY or BUSY).
+  const modelChecks = Object.fromEntries(Object.entries(cogServers).map(([kind, server]) => [`model_${kind}`, () => server.checkServing()]));
+  const ops = await startConfiguredOpsServer(config, metrics.registry, backends, { storage: storage.check, ...modelChecks });
   logger.info('worker started', { kinds: config.workerKinds, concurrency: config.workerConcurrency, engines: description });
   return {
     opsPort: ops?.port,
@@ -157,13 +209,13 @@ export async function startWorkerService(
       // close() resolves when they have.
       slots.close();
       const closing = Promise.all(workers.map((w) => w.close()));
-      shutdown.abort(new Error('worker shutting down'));
+      shutdown.abort(new WorkerShutdown());
       await Promise.all([closing, beats.stop(), ...sweepers.map((s) => s.stop()), upkeep.stop(), retention.stop(), ops?.close()]);
       await scheduler.leave(slots.workerId).catch((err: unknown) => logger.warn('could not tell the scheduler this worker stopped', { error: (err as Error).message }));
       // Aborted engines were not waited for; give them a moment to remove their temporary files.
       await Promise.race([Promise.allSettled([...engineRuns]), delay(1_000)]);
       await closeQueues([webhooks.queue, ...Object.values(taskQueues.queues)]);
-      await egress.close();
+      await Promise.allSettled([egress.close(), subscriber.quit(), ...Object.values(cogServers).map((server) => server.close())]);
     },
   };
 }

@@ -8,9 +8,8 @@ import { failureMessage, INTERNAL_ERROR_MESSAGE, safeSentence, storableLine } fr
 import { loadInputImage } from '../src/domain/input-image';
 import type { ClaimedTask } from '../src/repositories/tasks';
 import { decideFailure } from '../src/domain/task-failure';
-import { decodeImage } from '../src/engines/decode-image';
-import { EngineError } from '../src/engines/engine';
-import { createHttpEngine } from '../src/engines/http-engine';
+import { decodeImage, EngineBusyError, EngineError } from '@taskapi/engines';
+import { CogServer } from '../src/engines/cog/cog-server';
 
 const never = () => new AbortController().signal;
 
@@ -88,7 +87,7 @@ describe('error_message: decoding, timeout, internal errors', () => {
   });
 });
 
-describe('error_message: the http engine\'s answers', () => {
+describe("error_message: a Cog model server's answers", () => {
   let server: http.Server;
   let url: string;
   let reply: { status: number; body: string } = { status: 200, body: '{}' };
@@ -108,50 +107,57 @@ describe('error_message: the http engine\'s answers', () => {
     await new Promise((r) => server.close(r));
   });
 
+  const request = { id: 'task_e-1', input: { prompt: 'x' }, webhook: 'http://api/internal/model-webhooks/x/y', webhook_events_filter: ['completed'] };
   const failWith = async (status: number, body: unknown) => {
     reply = { status, body: typeof body === 'string' ? body : JSON.stringify(body) };
-    const engine = createHttpEngine({ url, token: 'inference-token' });
-    return messageFor(await caught(() => engine.run({ kind: 'image-generation', publicId: 'task_e', params: { prompt: 'x' } }, never())));
+    const cog = new CogServer({ url, maxConcurrency: 2, busyRetryMs: 1000 });
+    try {
+      return messageFor(await caught(() => cog.startAsync(request, never())));
+    } finally {
+      await cog.close();
+    }
   };
 
-  it('a short, harmless 4xx message is passed on, cleaned', async () => {
-    expect(await failWith(400, { message: 'prompt is too long\u0000 (max 1000 characters)' })).toEqual({
-      code: 'engine_error',
-      message: 'The engine refused the task (HTTP 400): Prompt is too long (max 1000 characters).',
-    });
-  });
-
-  it('a 4xx body carrying a token, a URL with credentials or a stack is not echoed', async () => {
-    const secrets = [
-      'invalid key sk_live_4eC39HqLyjWDarjtT1zdp7dc',
-      'cannot read https://user:pa55@models.internal/v1',
-      'TypeError: x is undefined\n    at run (/srv/app/engine.js:10:5)',
-      'Bearer abc',
-    ];
+  it("a 4xx names the status, never the server's body", async () => {
+    const secrets = ['invalid key sk_live_4eC39HqLyjWDarjtT1zdp7dc', 'cannot read https://user:pa55@models.internal/v1', 'not json at all'];
     for (const message of secrets) {
-      const got = await failWith(403, { message });
-      expect(got).toEqual({ code: 'engine_error', message: 'The engine refused the task (HTTP 403).' });
+      expect(await failWith(400, { detail: message })).toEqual({ code: 'engine_error', message: 'The model server refused the task (HTTP 400).' });
     }
-    expect(await failWith(400, 'not json at all')).toEqual({ code: 'engine_error', message: 'The engine refused the task (HTTP 400).' });
   });
 
-  it('a 422 is invalid input: its message when harmless, else a fixed sentence', async () => {
-    expect(await failWith(422, { message: 'prompt not allowed' })).toEqual({ code: 'invalid_input', message: 'Prompt not allowed.' });
-    expect(await failWith(422, { message: 'token ghp_abcdefghijklmnopqrstuvwxyz0123 rejected' })).toEqual({
+  it("a 422 is invalid input: Cog's first validation detail, naming the field, when harmless; else a fixed sentence", async () => {
+    expect(await failWith(422, { detail: [{ loc: ['body', 'input', 'prompt'], msg: 'ensure this value has at most 500 characters', type: 'value_error' }] })).toEqual({
+      code: 'invalid_input',
+      message: 'Prompt: ensure this value has at most 500 characters.',
+    });
+    expect(await failWith(422, { detail: [{ loc: ['body', 'input', 'prompt'], msg: 'token ghp_abcdefghijklmnopqrstuvwxyz0123 rejected' }] })).toEqual({
       code: 'invalid_input',
       message: 'The input could not be processed; check the task parameters.',
     });
+    expect(await failWith(422, 'not json')).toEqual({ code: 'invalid_input', message: 'The model refused the input.' });
   });
 
   it('a 5xx (after the retries) names the status, never the body', async () => {
-    expect(await failWith(503, { message: 'db at 10.1.2.3 down' })).toEqual({ code: 'engine_error', message: 'The engine failed (HTTP 503). Please try again later.' });
+    expect(await failWith(500, { detail: 'db at 10.1.2.3 down' })).toEqual({ code: 'engine_error', message: 'The model server failed (HTTP 500). Please try again later.' });
   });
 
-  it('an unreachable engine', async () => {
-    const gone = createHttpEngine({ url: 'http://127.0.0.1:1', token: undefined });
-    const err = await caught(() => gone.run({ kind: 'video-generation', publicId: 'task_g', params: {} }, never()));
+  it('409 and 503 are busy, not failures', async () => {
+    for (const status of [409, 503]) {
+      reply = { status, body: '{}' };
+      const cog = new CogServer({ url, maxConcurrency: 2, busyRetryMs: 1234 });
+      const err = await caught(() => cog.startAsync(request, never()));
+      await cog.close();
+      expect(err).toBeInstanceOf(EngineBusyError);
+      expect((err as EngineBusyError).retryInMs).toBe(1234);
+    }
+  });
+
+  it('an unreachable model server', async () => {
+    const gone = new CogServer({ url: 'http://127.0.0.1:1', maxConcurrency: 1, busyRetryMs: 1000 });
+    const err = await caught(() => gone.startAsync(request, never()));
+    await gone.close();
     expect(err).toBeInstanceOf(EngineError);
-    expect(messageFor(err)).toEqual({ code: 'engine_error', message: 'The engine could not be reached. Please try again later.' });
+    expect(messageFor(err)).toEqual({ code: 'engine_error', message: 'The model server could not be reached. Please try again later.' });
   });
 });
 

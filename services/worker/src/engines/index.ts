@@ -1,58 +1,71 @@
 import type { Config } from '@taskapi/config';
+import { ModelWebhookTokens } from '@taskapi/crypto';
+import type { PredictionRedis } from '@taskapi/domain';
+import type { EgressClient } from '@taskapi/egress';
+import { createBuiltinEngine, type Engine } from '@taskapi/engines';
+import type { FileStore } from '@taskapi/file-store';
+import type { Logger } from '@taskapi/logger';
+import type { PubSubFanout } from '@taskapi/service';
 import type { TaskKind } from '@taskapi/task-kinds';
-import type { Engine } from './engine';
-import { createFaceDetectionEngine } from './face-detection';
-import { createHttpEngine } from './http-engine';
-import { createImageGenerationEngine } from './image-generation';
-import { ffmpegCanEncodeH264 } from './ffmpeg-mp4';
-import { createVideoGenerationEngine, type VideoFormat } from './video-generation';
-
-/** The built-in video engine's format: `auto` is mp4 when ffmpeg can encode H.264, else gif. */
-export function resolveVideoFormat(config: Pick<Config, 'videoFormat' | 'ffmpegPath'>): VideoFormat {
-  if (config.videoFormat === 'gif') return 'gif';
-  const available = ffmpegCanEncodeH264(config.ffmpegPath);
-  if (config.videoFormat === 'mp4' && !available) {
-    throw new Error(`VIDEO_FORMAT=mp4 needs ffmpeg with libx264 (FFMPEG_PATH=${config.ffmpegPath})`);
-  }
-  return available ? 'mp4' : 'gif';
-}
-
-interface BuiltinEngine {
-  engine: Engine;
-  /** For the start-up log when more than `builtin`, e.g. `builtin (mp4)`. */
-  description?: string;
-}
-
-/** The built-in CPU engine of each kind; a kind missing here fails to compile. */
-const BUILTIN_ENGINES = {
-  'video-generation': (config) => {
-    const format = resolveVideoFormat(config);
-    return { engine: createVideoGenerationEngine({ format, ffmpegPath: config.ffmpegPath }), description: `builtin (${format})` };
-  },
-  'image-generation': () => ({ engine: createImageGenerationEngine() }),
-  'face-detection': () => ({ engine: createFaceDetectionEngine() }),
-} satisfies Record<TaskKind, (config: Config) => BuiltinEngine>;
+import { abandonPrediction, createCogEngine } from './cog/cog-engine';
+import { CogServer } from './cog/cog-server';
 
 export interface Engines {
   engines: Partial<Record<TaskKind, Engine>>;
-  /** What each kind runs on, for the start-up log: `http`, `builtin`, or `builtin (mp4)`/`builtin (gif)` for video. */
+  /** The Cog model server of each kind that runs on one. */
+  cogServers: Partial<Record<TaskKind, CogServer>>;
+  /** What each kind runs on, for the start-up log: `builtin`, `builtin (mp4)`/`builtin (gif)` for video, or `cog <origin>`. */
   description: Partial<Record<TaskKind, string>>;
+  /** A task of `kind` ended without its run: its prediction, if it left one, is cancelled (see `abandonPrediction`). */
+  abandon(kind: TaskKind, publicId: string): Promise<void>;
 }
 
-/** The engine of each kind this process runs, as configured (the kind's engine variable, `ENGINE_<KIND>=builtin|http`). */
-export function createEngines(config: Config, kinds: readonly TaskKind[]): Engines {
+/** What the `cog` engine needs besides the configuration. */
+export interface CogDependencies {
+  redis: PredictionRedis;
+  /** Wake-ups on PREDICTION_UPDATED_CHANNEL, by task (started only when a kind runs on Cog). */
+  updates: () => Promise<PubSubFanout>;
+  store: FileStore;
+  egress: EgressClient;
+  logger: Logger;
+  /** Told when a model server's learned capacity changes. */
+  onCapacity: (kind: TaskKind, capacity: number) => void;
+}
+
+/** The engine of each kind this process runs, as configured (`ENGINE_<KIND>=builtin|cog`). */
+export async function createEngines(config: Config, kinds: readonly TaskKind[], cog: CogDependencies): Promise<Engines> {
   const engines: Partial<Record<TaskKind, Engine>> = {};
+  const cogServers: Partial<Record<TaskKind, CogServer>> = {};
   const description: Partial<Record<TaskKind, string>> = {};
+  const tokens = new ModelWebhookTokens(config.secretsKey);
   for (const kind of kinds) {
-    if (config.engines[kind] === 'http') {
-      if (!config.httpEngine) throw new Error('HTTP_ENGINE_URL is required for the http engine');
-      engines[kind] = createHttpEngine(config.httpEngine);
-      description[kind] = 'http';
+    const url = config.cog[kind].url;
+    if (config.engines[kind] === 'cog' && url) {
+      const server = new CogServer({ url, maxConcurrency: config.workerConcurrency, busyRetryMs: config.cogBusyRetryMs, onCapacity: (n) => cog.onCapacity(kind, n) });
+      cogServers[kind] = server;
+      engines[kind] = createCogEngine({
+        kind,
+        server,
+        redis: cog.redis,
+        updates: await cog.updates(),
+        store: cog.store,
+        egress: cog.egress,
+        tokens,
+        webhookBaseUrl: config.cogWebhookBaseUrl,
+        inputMap: config.cog[kind].inputMap,
+        outputMaxBytes: config.cogOutputMaxBytes,
+        logger: cog.logger,
+      });
+      description[kind] = `cog ${server.origin}`;
     } else {
-      const builtin: BuiltinEngine = BUILTIN_ENGINES[kind](config);
+      const builtin = createBuiltinEngine(kind, config);
       engines[kind] = builtin.engine;
-      description[kind] = builtin.description ?? 'builtin';
+      description[kind] = builtin.description;
     }
   }
-  return { engines, description };
+  const abandon = async (kind: TaskKind, publicId: string) => {
+    const server = cogServers[kind];
+    if (server) await abandonPrediction({ server, redis: cog.redis, store: cog.store, logger: cog.logger }, publicId);
+  };
+  return { engines, cogServers, description, abandon };
 }

@@ -3,7 +3,7 @@ import { TASK_E2E_METRIC } from '@taskapi/domain';
 import type { TaskKind } from '@taskapi/task-kinds';
 
 /** How a task run ended, as counted. */
-export type RunOutcome = 'completed' | 'failed' | 'skipped' | 'retried' | 'handed_back';
+export type RunOutcome = 'completed' | 'failed' | 'skipped' | 'retried' | 'handed_back' | 'busy' | 'cancelled';
 
 /** Prometheus metrics of one worker process (its own registry, so tests can run several). */
 export interface WorkerMetrics {
@@ -20,7 +20,7 @@ export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): Wo
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
   const runs = new Counter({
     name: 'taskapi_worker_task_runs_total',
-    help: 'Task runs by kind and outcome (completed, failed, skipped, retried, handed_back)',
+    help: 'Task runs by kind and outcome (completed, failed, skipped, retried, handed_back, busy: a model server refused it, cancelled: stopped by a cancel)',
     labelNames: ['kind', 'outcome'],
     registers: [registry],
   });

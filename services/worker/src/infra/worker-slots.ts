@@ -27,6 +27,8 @@ export class WorkerSlots {
     private readonly concurrency: number,
     /** Sends a report alone (when a start found no call to ride along with). */
     private readonly flush: (send: WorkerSlots['send']) => void,
+    /** How many runs of a kind this worker may have at once, when fewer than `concurrency` (a model server's capacity). */
+    private readonly limitOf: (kind: TaskKind) => number = () => concurrency,
   ) {}
 
   /** A run started (its task claimed); the scheduler hears of it with this worker's next call. */
@@ -52,7 +54,7 @@ export class WorkerSlots {
     const idle: IdleSlots = {};
     for (const kind of this.kinds) {
       const busy = [...this.reported.values()].filter((r) => r.kind === kind && r.publicId !== ending?.publicId).length;
-      idle[kind] = this.closing ? 0 : Math.max(0, this.concurrency - busy);
+      idle[kind] = this.closing ? 0 : Math.max(0, Math.min(this.concurrency, this.limitOf(kind)) - busy);
     }
     try {
       await call({ workerId: this.workerId, idle, started });

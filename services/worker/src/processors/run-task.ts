@@ -1,13 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { UnrecoverableError, type Job, type Processor } from 'bullmq';
-import { recordTaskStatus, TaskStatus } from '@taskapi/domain';
+import { ProgressThrottle, recordTaskProgress, recordTaskStatus, TaskStatus } from '@taskapi/domain';
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
 import { TASK_MAX_ATTEMPTS, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
 import type { TaskRunRef, TaskScheduler, WorkerReport } from '@taskapi/scheduler';
-import { abortable } from '../engines/abortable';
-import type { Engine } from '../engines/engine';
+import { abortable, EngineBusyError, type Engine } from '@taskapi/engines';
 import { finishAndAnnounce, type AnnounceDeps } from '../domain/finish-and-announce';
 import { loadInputImage } from '../domain/input-image';
 import { claimTask, handBackTask, taskStatus } from '../repositories/tasks';
@@ -16,6 +15,7 @@ import { failureMessage } from '../domain/failure-message';
 import type { FileStore } from '@taskapi/file-store';
 import type { TaskOutputs } from '../infra/file-store';
 import type { RunOutcome, WorkerMetrics } from '../infra/metrics';
+import type { RunningTasks } from '../infra/running-tasks';
 import type { WorkerSlots } from '../infra/worker-slots';
 
 export interface RunTaskDeps extends AnnounceDeps {
@@ -36,14 +36,16 @@ export interface RunTaskDeps extends AnnounceDeps {
   slots: WorkerSlots;
   /** Wait before the first retry after a transient failure (`TASK_RETRY_BACKOFF_MS`); doubled for each further one. */
   retryBackoffMs: number;
+  /** The runs of this process by task, so a cancel (on any replica) stops the one running it. */
+  running: RunningTasks;
 }
 
 /** What a processed job reports (visible in Bull Board). */
 export type RunTaskOutcome =
-  | { outcome: 'skipped' | 'handed_back' }
+  | { outcome: 'skipped' | 'handed_back' | 'cancelled' }
+  | { outcome: 'busy'; retry_in_ms: number }
   | { outcome: 'retrying'; attempt: number; retry_in_ms: number }
   | { outcome: 'completed' | 'failed'; status: number; error_code?: string };
-
 
 /**
  * Runs one release of a task: claim (status 10), engine with the kind's deadline, then exactly one
@@ -107,18 +109,26 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     const ended = () => tell('ended', (report) => deps.scheduler.done(publicId, report), run);
 
     const deadline = AbortSignal.timeout(deps.timeoutMs);
-    const signal = AbortSignal.any([deadline, deps.shutdown]);
+    // A cancel of this task (on any API replica) stops the engine within moments.
+    const cancel = deps.running.add(publicId);
+    const signal = AbortSignal.any([deadline, deps.shutdown, cancel.signal]);
+    // At most two progress writes a second, in Redis; the last value is kept when the task fails.
+    const progress = new ProgressThrottle(
+      (p) => recordTaskProgress(deps.redis, task.account_id, publicId, p),
+      (err) => log().warn('could not store the task progress', { error: (err as Error).message }),
+    );
     try {
       // The engine is told to stop through `signal`, but a shutdown does not wait for it to obey:
       // the task goes back at once, whatever the engine is doing.
       const running = (async () => {
         const image = kind === 'face-detection' ? await loadInputImage(task, { egress: deps.egress, store: deps.store }, signal) : undefined;
-        return deps.engine.run({ kind, publicId, params: task.params, image }, signal);
+        return deps.engine.run({ kind, publicId, params: task.params, image, attempt: task.attempts, progress: progress.report }, signal);
       })();
       deps.engineRuns.add(running);
       void running.catch(() => undefined).finally(() => deps.engineRuns.delete(running));
       const output = await abortable(running, deps.shutdown);
       if (signal.aborted) throw signal.reason as Error;
+      await progress.stop();
       await marked;
       const files = await deps.files.save(publicId, output.files ?? []);
       const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.completed, result: output.result ?? null, files }, ended);
@@ -133,6 +143,23 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       if (info) completedLine('info', [publicId, job.id, kind]);
       return { outcome: 'completed', status: TaskStatus.completed };
     } catch (err) {
+      await progress.stop();
+      if (cancel.signal.aborted && !deps.shutdown.aborted) {
+        // Cancelled while running (the cancel refunded it and keeps its progress): nothing to record.
+        await tell('was cancelled', (report) => deps.scheduler.done(publicId, report), run);
+        observe('cancelled');
+        log().info('task cancelled while running; engine stopped');
+        return { outcome: 'cancelled' };
+      }
+      if (err instanceof EngineBusyError && !signal.aborted) {
+        // Not a failure: queued again without spending an attempt, at the front of its account's
+        // line, offered again after a moment (the model server was at capacity or starting).
+        const handedBack = await handBackTask(deps.db, task);
+        await tell('was refused as busy', (report) => deps.scheduler.retryLater(run, err.retryInMs, report), run);
+        observe('busy');
+        log().info('engine busy; task queued again', { reason: err.message, retry_in_ms: err.retryInMs, task_requeued: handedBack });
+        return { outcome: 'busy', retry_in_ms: err.retryInMs };
+      }
       if (deps.shutdown.aborted && !deadline.aborted) {
         // Hand the task back untouched: queued again without spending an attempt, keeping its place
         // (this job ends; the scheduler releases the task again at the head of the kind's queue).
@@ -154,12 +181,14 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       const finished = await finishAndAnnounce(
         deps,
         publicId,
-        { status: TaskStatus.failed, errorCode: decision.code, errorMessage: failureMessage(err, decision.code, deps.timeoutMs) },
+        { status: TaskStatus.failed, errorCode: decision.code, errorMessage: failureMessage(err, decision.code, deps.timeoutMs), progress: progress.last },
         ended,
       );
       log().warn('task failed', { error: (err as Error).message, error_code: decision.code, refunded: finished?.refunded ?? 0 });
       observe(finished ? 'failed' : 'skipped');
       return finished ? { outcome: 'failed', status: TaskStatus.failed, error_code: decision.code } : { outcome: 'skipped' };
+    } finally {
+      cancel.end();
     }
   }
 }

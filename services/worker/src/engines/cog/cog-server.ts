@@ -1,0 +1,236 @@
+// One Cog model server, as a worker talks to it (the Cog HTTP API, `docs/http.md` of the
+// replicate/cog repository; docs/models.md): predictions created idempotently with
+// `PUT /predictions/{id}`, streamed (`Accept: text/event-stream`) or answered by webhooks
+// (`Prefer: respond-async`), cancelled with `POST /predictions/{id}/cancel`, and the server's
+// `GET /health-check`. It also learns how many predictions the server runs at once, so the worker
+// does not send it more than that (see `capacity`).
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { Pool, type Dispatcher } from 'undici';
+import { EngineBusyError, EngineError, TaskInputError } from '@taskapi/engines';
+
+/** A prediction request (`PUT /predictions/{id}` body). */
+export interface CogPredictionRequest {
+  id: string;
+  input: Record<string, unknown>;
+  webhook: string;
+  webhook_events_filter: readonly string[];
+}
+
+/** One server-sent event of a prediction stream. */
+export interface CogStreamEvent {
+  event: string;
+  data: string;
+}
+
+/** What `stream` got: the prediction's events, or the server does not stream this model (`406`). */
+export type CogStream = { kind: 'events'; events: AsyncIterable<CogStreamEvent> } | { kind: 'not-streaming' };
+
+/** Health statuses in which the server takes predictions (BUSY: all slots in use, it will again). */
+const SERVING = new Set(['READY', 'BUSY']);
+
+/** Header wait for a create or a cancel; a stream's body may then stay quiet as long as the model works. */
+const REQUEST_TIMEOUT_MS = 30_000;
+const CANCEL_TIMEOUT_MS = 1_000;
+const HEALTH_TIMEOUT_MS = 2_000;
+
+/** After this long without a 409, the learned capacity grows by one (up to the worker's own). */
+const CAPACITY_PROBE_MS = 30_000;
+
+export interface CogServerOptions {
+  /** The server's base URL (`COG_URL_<KIND>`), no trailing slash. */
+  url: string;
+  /** The most predictions this worker would run there (its WORKER_CONCURRENCY). */
+  maxConcurrency: number;
+  /** Offer a refused task again after this long (`COG_BUSY_RETRY_MS`). */
+  busyRetryMs: number;
+  /** Told whenever `capacity` changes. */
+  onCapacity?: (capacity: number) => void;
+}
+
+export class CogServer {
+  readonly url: string;
+  /** The server's host and port, whose output URLs the worker may fetch although they are private. */
+  readonly origin: string;
+  private readonly pool: Pool;
+  private inFlight = 0;
+  private learned: number;
+  private lastRefusedAt = -Infinity;
+  /** Whether the server streams this model: unknown until a stream was asked for. */
+  private streaming: boolean | undefined;
+
+  constructor(private readonly opts: CogServerOptions) {
+    this.url = opts.url;
+    this.origin = new URL(opts.url).origin;
+    this.learned = opts.maxConcurrency;
+    this.pool = new Pool(this.origin, { connections: opts.maxConcurrency * 2 + 2, pipelining: 1 });
+  }
+
+  /**
+   * How many predictions this worker runs there at once: the worker's own concurrency until the
+   * server refuses one (409), then as many as were running when it did (at least one), growing by
+   * one after each CAPACITY_PROBE_MS without a refusal. Other workers may share the server, so
+   * this is a ceiling, not a promise: a refusal is still handled as busy.
+   */
+  get capacity(): number {
+    if (this.learned < this.opts.maxConcurrency && Date.now() - this.lastRefusedAt >= CAPACITY_PROBE_MS) {
+      this.learned += 1;
+      this.lastRefusedAt = Date.now();
+      this.opts.onCapacity?.(this.learned);
+    }
+    return this.learned;
+  }
+
+  /** Whether to ask for a stream (not once the server answered 406). */
+  get tryStream(): boolean {
+    return this.streaming !== false;
+  }
+
+  /** Whether the server streams this model: undefined until a stream was asked for. */
+  get streams(): boolean | undefined {
+    return this.streaming;
+  }
+
+  /** A prediction of this worker's started running there (call `ended` once it is over). */
+  started(): void {
+    this.inFlight++;
+  }
+
+  ended(): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+  }
+
+  /**
+   * `PUT /predictions/{id}` with `Accept: text/event-stream`: the events of the running prediction
+   * of that id, replayed from its start, then live. (Cog creates the prediction when none of that id
+   * runs, and cancels one it created so once its last stream closes: see cog-engine.ts.)
+   */
+  async stream(req: CogPredictionRequest, signal: AbortSignal): Promise<CogStream> {
+    const res = await this.put(req, { accept: 'text/event-stream' }, signal);
+    if (res.statusCode === 406) {
+      await res.body.dump();
+      this.streaming = false;
+      return { kind: 'not-streaming' };
+    }
+    await this.refuseUnlessOk(res, [200]);
+    this.streaming = true;
+    return { kind: 'events', events: sseEvents(res.body) };
+  }
+
+  /** `PUT /predictions/{id}` with `Prefer: respond-async`: created (or already running), updates come by webhook. */
+  async startAsync(req: CogPredictionRequest, signal: AbortSignal): Promise<void> {
+    const res = await this.put(req, { prefer: 'respond-async' }, signal);
+    await this.refuseUnlessOk(res, [200, 201, 202]);
+    await res.body.dump();
+  }
+
+  /** `POST /predictions/{id}/cancel`; a prediction the server does not know (404) is not an error. */
+  async cancel(id: string): Promise<void> {
+    const res = await this.pool.request({
+      method: 'POST',
+      path: `${this.path(`/predictions/${encodeURIComponent(id)}/cancel`)}`,
+      headersTimeout: CANCEL_TIMEOUT_MS,
+      bodyTimeout: CANCEL_TIMEOUT_MS,
+      signal: AbortSignal.timeout(CANCEL_TIMEOUT_MS),
+    });
+    await res.body.dump();
+    if (res.statusCode !== 200 && res.statusCode !== 404) throw new Error(`cancel answered ${res.statusCode}`);
+  }
+
+  /** The server's `GET /health-check` status (READY, BUSY, STARTING, SETUP_FAILED, DEFUNCT, UNHEALTHY). */
+  async health(): Promise<string> {
+    const res = await this.pool.request({
+      method: 'GET',
+      path: this.path('/health-check'),
+      headersTimeout: HEALTH_TIMEOUT_MS,
+      bodyTimeout: HEALTH_TIMEOUT_MS,
+      signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
+    });
+    const text = await res.body.text();
+    const status = res.statusCode === 200 ? (safeJson(text) as { status?: unknown } | undefined)?.status : undefined;
+    return typeof status === 'string' ? status : `HTTP ${res.statusCode}`;
+  }
+
+  /** Throws unless the server takes predictions (the worker's readiness). */
+  async checkServing(): Promise<void> {
+    const status = await this.health();
+    if (!SERVING.has(status)) throw new Error(`model server ${this.origin} is ${status}`);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  private path(p: string): string {
+    return `${new URL(this.url).pathname.replace(/\/$/, '')}${p}`;
+  }
+
+  private async put(req: CogPredictionRequest, headers: Record<string, string>, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    try {
+      return await this.pool.request({
+        method: 'PUT',
+        path: this.path(`/predictions/${encodeURIComponent(req.id)}`),
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(req),
+        headersTimeout: REQUEST_TIMEOUT_MS,
+        // A stream stays open, quiet while the model works; the run's deadline bounds it.
+        bodyTimeout: 0,
+        signal,
+      });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason as Error;
+      throw new EngineError(`model server ${this.origin} unreachable: ${(err as Error).message}`, true, 'The model server could not be reached. Please try again later.');
+    }
+  }
+
+  /**
+   * 409 (all slots busy) and 503 (still starting) are busy, not failures; 422 is input the model
+   * can never take; any other 4xx is a failure; 5xx is retried.
+   */
+  private async refuseUnlessOk(res: Dispatcher.ResponseData, ok: readonly number[]): Promise<void> {
+    if (ok.includes(res.statusCode)) return;
+    const text = await res.body.text().catch(() => '');
+    if (res.statusCode === 409 || res.statusCode === 503) {
+      if (res.statusCode === 409) {
+        this.learned = Math.max(1, Math.min(this.learned, this.inFlight));
+        this.lastRefusedAt = Date.now();
+        this.opts.onCapacity?.(this.learned);
+      }
+      throw new EngineBusyError(`model server ${this.origin} answered ${res.statusCode} (${res.statusCode === 409 ? 'at capacity' : 'not ready'})`, this.opts.busyRetryMs);
+    }
+    if (res.statusCode === 422) throw new TaskInputError(validationMessage(text));
+    // The body is the server's own words: logged, never the task's message.
+    const failed = res.statusCode >= 500;
+    throw new EngineError(
+      `model server ${this.origin} answered ${res.statusCode}: ${text.slice(0, 200)}`,
+      failed,
+      failed ? `The model server failed (HTTP ${res.statusCode}). Please try again later.` : `The model server refused the task (HTTP ${res.statusCode}).`,
+    );
+  }
+}
+
+/** The first message of Cog's 422 body (`{"detail":[{"loc":[...],"msg":...}]}`), naming the field. */
+function validationMessage(text: string): string {
+  const detail = (safeJson(text) as { detail?: Array<{ loc?: unknown[]; msg?: unknown }> } | undefined)?.detail?.[0];
+  if (!detail || typeof detail.msg !== 'string') return 'The model refused the input.';
+  const field = Array.isArray(detail.loc) ? detail.loc.at(-1) : undefined;
+  return typeof field === 'string' ? `${field}: ${detail.msg}` : detail.msg;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The server-sent events of a response body (eventsource-parser), ending with the body. */
+async function* sseEvents(body: AsyncIterable<Buffer | string>): AsyncGenerator<CogStreamEvent> {
+  const queue: CogStreamEvent[] = [];
+  const parser = createParser({ onEvent: (e: EventSourceMessage) => queue.push({ event: e.event ?? 'message', data: e.data }) });
+  const decoder = new TextDecoder();
+  for await (const chunk of body) {
+    parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
+    while (queue.length > 0) yield queue.shift()!;
+  }
+}
