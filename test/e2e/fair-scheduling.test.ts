@@ -1,7 +1,7 @@
 // Fair scheduling across accounts (docs/fair-scheduling.md), through the public edge: tasks
 // created over HTTP, run by real workers on real Redis (a server of this file's own, and a local
 // Redis Cluster) and PostgreSQL (a database of this file's own, so its sweepers see only its
-// tasks), on a model server stub that records who runs when. Each test's accounts are its own.
+// tasks), on a Cog model server that records who runs when. Each test's accounts are its own.
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -47,13 +47,16 @@ class FairSystem {
       DATABASE_URL,
       ...redis,
       SWEEPER_INTERVAL_MS: '3600000',
-      ENGINE_IMAGE: 'http',
-      ENGINE_VIDEO: 'http',
-      HTTP_ENGINE_URL: system.model.url,
+      ENGINE_IMAGE: 'cog',
+      ENGINE_VIDEO: 'cog',
+      COG_URL_IMAGE: system.model.url,
+      COG_URL_VIDEO: system.model.url,
       WORKER_KINDS: 'image-generation,video-generation',
       ...overrides,
     };
     system.api = await startApi(system.env);
+    // The model server posts its webhooks to this API.
+    system.env.COG_WEBHOOK_BASE_URL = system.api.url;
     return system;
   }
 
@@ -325,12 +328,17 @@ describe('fair share, caps and recovery (one Redis server)', () => {
     expect(first.logs.filter((l) => l.message === 'task handed back to the queue (worker shutting down)').map((l) => l.public_id).sort()).toEqual(
       [a.tasks[0], b.tasks[0]].sort(),
     );
-    system.model.releaseAll(); // the abandoned requests
+    // Their predictions run on (a shutdown does not throw GPU work away).
+    expect(system.model.inFlight().sort()).toEqual([a.tasks[0], b.tasks[0]].sort());
+    const puts = () => system.model.server.putRequests();
+    const before = puts();
 
     await system.worker({ WORKER_CONCURRENCY: '2' });
-    await waitFor(() => system.model.inFlight().length === 2, { what: 'two tasks running on the next worker' });
-    // Not the back of the kind's line: the same two, again.
+    // Not the back of the kind's line: the same two, first, re-attached to their predictions.
+    const again = (id: string) => Object.entries(puts()).some(([p, n]) => p.startsWith(`${id}-`) && n > (before[p] ?? 0));
+    await waitFor(() => again(a.tasks[0]!) && again(b.tasks[0]!), { what: 'the next worker to re-attach to the same two' });
     expect(system.model.inFlight().sort()).toEqual([a.tasks[0], b.tasks[0]].sort());
+    expect(system.model.requests.filter((r) => r.n > 1)).toEqual([]);
     await system.drain([...a.tasks, ...b.tasks]);
   }, 60_000);
 
@@ -342,7 +350,7 @@ describe('fair share, caps and recovery (one Redis server)', () => {
       (publicId, n) => {
         if (n === 1 && publicId === firstOfA) {
           failAt = Date.now();
-          return { delayMs: 0, status: 503 };
+          return { delayMs: 0, canceled: true };
         }
         return { delayMs: 40 };
       },

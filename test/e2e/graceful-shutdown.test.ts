@@ -4,7 +4,8 @@
 import http from 'node:http';
 import { freePort, startHttpsReceiver, waitFor, type HttpsReceiver } from '@taskapi/testing';
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
-import { answerWithVideo, startInferenceServer, type InferenceServer } from './support/inference-server';
+import { predictionId } from '@taskapi/domain';
+import { startHeldCogServer, type HeldCogServer } from './support/held-model';
 import { startChild, startSystem, startWorker, type ChildService, type Running, type TestSystem } from './support/system';
 import { deliveriesOf, ledgerOf, waitForTask } from './support/tasks';
 import { commandLine, descendants, isAlive } from '@taskapi/testing';
@@ -14,14 +15,14 @@ const REDIS_DB = 8;
 describe('graceful shutdown of the processes users start', () => {
   let system: TestSystem;
   let receiver: HttpsReceiver;
-  let inference: InferenceServer;
+  let cog: HeldCogServer;
   let account: TestAccount;
   let key: CreatedKey;
   const started: ChildService[] = [];
   const inProcess: Running[] = [];
 
   beforeAll(async () => {
-    inference = await startInferenceServer();
+    cog = await startHeldCogServer({ concurrency: 4 });
     system = await startSystem(REDIS_DB);
     receiver = await startHttpsReceiver((req) => (req.path.startsWith('/slow') ? new Promise((r) => setTimeout(() => r(204), 1_500)) : 204));
     account = await seedAccount(system.api, { credits: 1_000 });
@@ -32,11 +33,11 @@ describe('graceful shutdown of the processes users start', () => {
     await Promise.all(started.map((c) => c.kill('SIGKILL')));
     await Promise.all(inProcess.map((s) => s.stop()));
     await receiver?.close();
-    await inference?.close();
+    await cog?.close();
     await system?.stop();
   });
 
-  const httpVideoWorker = { WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'http' };
+  const cogVideoWorker = () => ({ WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_WEBHOOK_BASE_URL: system.api.url });
 
   async function start(...args: Parameters<typeof startChild>): Promise<ChildService> {
     const child = await startChild(...args);
@@ -71,15 +72,16 @@ describe('graceful shutdown of the processes users start', () => {
 
   const hooksOf = (publicId: string) => receiver.received.filter((r) => JSON.parse(r.body.toString()).public_id === publicId);
 
-  it('worker (npm run start:worker), SIGTERM mid-task: hands the task back at once, exits 0, leaves nothing; the next worker runs it on the same attempt', async () => {
+  it('worker (npm run start:worker), SIGTERM mid-task: hands the task back at once, exits 0, leaves nothing; the next worker re-attaches to the same prediction on the same attempt', async () => {
     const dispatcher = await startChild('webhook-dispatcher', system.env, 'webhook dispatcher started', 'node');
     started.push(dispatcher);
-    const env = { ...system.env, ...httpVideoWorker, HTTP_ENGINE_URL: inference.url };
+    const env = { ...system.env, ...cogVideoWorker() };
     const first = await start('worker', env, 'worker started', 'npm');
     expect(first.pids.map(commandLine).some((c) => c.includes('dist/worker.js'))).toBe(true);
 
     const publicId = await createTask('video-generation', { prompt: 'shutdown', duration_seconds: 1, callback_url: receiver.url('/hooks') });
-    await inference.waitForRequest(publicId, 1); // the engine is mid-run and will never answer
+    const id = predictionId(publicId, 1);
+    await cog.waitForHeld(id); // the model is mid-run
     expect(await taskRow(publicId)).toEqual({ status: 10, attempts: 1 });
 
     expect(await signalAndWait(first, 'SIGTERM')).toBe(0);
@@ -89,10 +91,14 @@ describe('graceful shutdown of the processes users start', () => {
       { service: 'worker', level: 'info', message: 'task started', public_id: publicId, job_id: publicId, kind: 'video-generation', attempt: 1, timestamp: expect.any(String) },
     ]);
     expect(await taskRow(publicId)).toEqual({ status: 0, attempts: 0 });
+    // Not cancelled: the GPU's work is not thrown away.
+    expect(cog.held.holds(id)).toBe(true);
+    const puts = cog.putRequests()[id]!;
 
     // The image's entry point this time. The job waits in the queue: picked up within seconds.
     const second = await start('worker', env, 'worker started', 'node');
-    answerWithVideo(await inference.waitForRequest(publicId, 2));
+    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the second worker to re-attach' });
+    cog.held.release(id);
     expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
     expect(await taskRow(publicId)).toEqual({ status: 20, attempts: 1 });
     expect(second.logs.filter((l) => l.public_id === publicId).map((l) => l.message)).toEqual(['task started', 'task completed']);
@@ -100,6 +106,7 @@ describe('graceful shutdown of the processes users start', () => {
     await receiver.waitForCount('/hooks', 1);
     await waitFor(async () => (await deliveriesOf(system.api, publicId))[0]?.state === 'succeeded', { what: 'the delivery' });
     expect(hooksOf(publicId)).toHaveLength(1);
+    expect(cog.predictions().filter((p) => p.id.startsWith(publicId))).toHaveLength(1);
     expect(await signalAndWait(second, 'SIGTERM')).toBe(0);
     expect(await signalAndWait(dispatcher, 'SIGTERM')).toBe(0);
   });

@@ -6,7 +6,8 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { freePort, startHttpsReceiver, testCa, testEnv, waitFor, type HttpsReceiver } from '@taskapi/testing';
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
-import { answerWithVideo, startInferenceServer, type InferenceServer } from './support/inference-server';
+import { predictionId } from '@taskapi/domain';
+import { startHeldCogServer, type HeldCogServer } from './support/held-model';
 import { startChild, startSystem, superviseChild, type ChildService, type TestSystem } from './support/system';
 import { deliveriesOf, waitForTask } from './support/tasks';
 
@@ -17,13 +18,13 @@ const HANDED_BACK = 'task handed back to the queue (worker shutting down)';
 describe('npm start', () => {
   let system: TestSystem;
   let receiver: HttpsReceiver;
-  let inference: InferenceServer;
+  let cog: HeldCogServer;
   let account: TestAccount;
   let key: CreatedKey;
   const started: ChildService[] = [];
 
   beforeAll(async () => {
-    inference = await startInferenceServer();
+    cog = await startHeldCogServer({ concurrency: 4 });
     system = await startSystem(REDIS_DB);
     receiver = await startHttpsReceiver(() => 204);
     account = await seedAccount(system.api, { credits: 1_000 });
@@ -33,7 +34,7 @@ describe('npm start', () => {
   afterAll(async () => {
     await Promise.all(started.map((c) => c.kill('SIGKILL')));
     await receiver?.close();
-    await inference?.close();
+    await cog?.close();
     await system?.stop();
   });
 
@@ -42,7 +43,7 @@ describe('npm start', () => {
     const port = await freePort();
     const env = {
       ...process.env,
-      ...testEnv({ ...system.env, LOG_LEVEL: 'info', PORT: String(port), HOST: '127.0.0.1', ENGINE_VIDEO: 'http', HTTP_ENGINE_URL: inference.url }),
+      ...testEnv({ ...system.env, LOG_LEVEL: 'info', PORT: String(port), HOST: '127.0.0.1', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url }),
       NODE_EXTRA_CA_CERTS: testCa().caFile,
     };
     const child = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -60,17 +61,24 @@ describe('npm start', () => {
     });
     expect(res.status).toBe(201);
     const publicId = ((await res.json()) as { public_id: string }).public_id;
-    await inference.waitForRequest(publicId, 1);
+    await cog.waitForHeld(predictionId(publicId, 1));
     return publicId;
   }
 
   async function finishedByAnotherWorker(publicId: string): Promise<void> {
-    const worker = await startChild('worker', { ...system.env, WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'http', HTTP_ENGINE_URL: inference.url }, 'worker started');
+    const env = { ...system.env, WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_WEBHOOK_BASE_URL: system.api.url };
+    const worker = await startChild('worker', env, 'worker started');
     started.push(worker);
-    answerWithVideo(await inference.waitForRequest(publicId, 2));
+    // The prediction npm start's worker created still runs (a shutdown does not cancel it): this
+    // worker re-attaches to it by its id.
+    const id = predictionId(publicId, 1);
+    const puts = cog.putRequests()[id]!;
+    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the worker to re-attach' });
+    cog.held.release(id);
     expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
     const { rows } = await system.api.deps.db.pool.query('SELECT attempts FROM tasks WHERE public_id = $1', [publicId]);
     expect(rows[0]).toEqual({ attempts: 1 });
+    expect(cog.predictions().filter((p) => p.id.startsWith(publicId))).toHaveLength(1);
     await worker.stop();
   }
 
@@ -100,7 +108,7 @@ describe('npm start', () => {
     service.child.kill('SIGTERM');
     await expectStoppedCleanly(service, publicId);
     await finishedByAnotherWorker(publicId);
-  });
+  }, 60_000);
 
   it('Ctrl-C (SIGINT to the process group) stops every service gracefully', async () => {
     const { service, port } = await npmStart();
@@ -108,5 +116,5 @@ describe('npm start', () => {
     process.kill(-service.child.pid!, 'SIGINT');
     await expectStoppedCleanly(service, publicId);
     await finishedByAnotherWorker(publicId);
-  });
+  }, 60_000);
 });

@@ -1,12 +1,14 @@
 // Workers are real processes here (`npm run start:worker`, as users start them), killed with
 // SIGKILL mid-task (the whole process tree, as when a machine or container dies). The video kind
-// runs through the `http` engine against an inference server that holds each request, so the kill
-// lands while the task is running.
+// runs on a Cog model server that holds each prediction until the test releases it, so the kill
+// lands while the task is running; the prediction outlives the worker, and the next run of the
+// task re-attaches to it.
 import fs from 'node:fs';
 import path from 'node:path';
 import { startHttpsReceiver, waitFor, type HttpsReceiver } from '@taskapi/testing';
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
-import { answerWithVideo, startInferenceServer, type InferenceServer } from './support/inference-server';
+import { predictionId } from '@taskapi/domain';
+import { startHeldCogServer, type HeldCogServer } from './support/held-model';
 import { startChild, startDispatcher, startSystem, type ChildService, type Running, type TestSystem } from './support/system';
 import { deliveriesOf, ledgerOf, waitForTask } from './support/tasks';
 
@@ -16,20 +18,21 @@ describe('a worker killed mid-task', () => {
   let system: TestSystem;
   let dispatcher: Running;
   let receiver: HttpsReceiver;
-  let inference: InferenceServer;
+  let cog: HeldCogServer;
   let account: TestAccount;
   let key: CreatedKey;
   let workerEnv: Record<string, string>;
   const children: ChildService[] = [];
 
   beforeAll(async () => {
-    inference = await startInferenceServer();
+    cog = await startHeldCogServer({ concurrency: 4 });
     system = await startSystem(REDIS_DB, { WORKER_LOCK_DURATION_MS: '1000' });
     workerEnv = {
       ...system.env,
       WORKER_KINDS: 'video-generation',
-      ENGINE_VIDEO: 'http',
-      HTTP_ENGINE_URL: inference.url,
+      ENGINE_VIDEO: 'cog',
+      COG_URL_VIDEO: cog.url,
+      COG_WEBHOOK_BASE_URL: system.api.url,
       // Children log at info level, so the test can wait for "worker started".
       LOG_LEVEL: 'info',
     };
@@ -43,7 +46,7 @@ describe('a worker killed mid-task', () => {
     await Promise.all(children.map((c) => c.kill('SIGKILL')));
     await dispatcher?.stop();
     await receiver?.close();
-    await inference?.close();
+    await cog?.close();
     await system?.stop();
   });
 
@@ -69,18 +72,25 @@ describe('a worker killed mid-task', () => {
     return rows[0]!.attempts;
   }
 
-  it('is retried by another worker and the task completes exactly once', async () => {
+  const predictionsOf = (publicId: string) => cog.predictions().filter((p) => p.id.startsWith(`${publicId}-`));
+
+  it('is retried by another worker, which re-attaches to the running prediction; the task completes exactly once', async () => {
     const first = await worker();
     const publicId = await videoTask();
-    await inference.waitForRequest(publicId, 1);
+    const id = predictionId(publicId, 1);
+    await cog.waitForHeld(id);
     expect((await waitForTask(system.api, key.plaintext, publicId, [10])).status).toBe(10);
     await first.kill('SIGKILL');
+    const puts = cog.putRequests()[id]!;
 
     const second = await worker();
-    // The dead worker's lock expires; the stalled job goes back to the queue and is run again.
-    answerWithVideo(await inference.waitForRequest(publicId, 2));
+    // The dead worker's lock expires; the stalled job goes back to the queue and runs again: its
+    // second attempt follows the first attempt's prediction, still running, instead of a new one.
+    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the second run to re-attach' });
+    cog.held.release(id);
     const task = await waitForTask(system.api, key.plaintext, publicId);
-    expect(task).toMatchObject({ status: 20, error_code: null, result: { frames: 1 } });
+    expect(task).toMatchObject({ status: 20, error_code: null, files: [expect.objectContaining({ name: 'video.gif' })] });
+    expect(predictionsOf(publicId)).toEqual([expect.objectContaining({ id, status: 'succeeded', cancelRequested: false })]);
     await waitFor(() => hooksOf(publicId).length === 1, { what: 'the webhook' });
     await waitFor(async () => (await deliveriesOf(system.api, publicId))[0]?.state === 'succeeded', { what: 'delivery to succeed' });
     expect(await ledgerOf(system.api, publicId)).toEqual([{ entry_type: 'charge', amount: -10 }]);
@@ -93,13 +103,15 @@ describe('a worker killed mid-task', () => {
     expect(second.child.exitCode).toBe(0);
   });
 
-  it('killed again on the retry: the task fails with internal_error and is refunded, once', async () => {
+  it('killed again on the retry: the task fails with internal_error and is refunded, once; its prediction is cancelled', async () => {
     const first = await worker();
     const publicId = await videoTask();
-    await inference.waitForRequest(publicId, 1);
+    const id = predictionId(publicId, 1);
+    await cog.waitForHeld(id);
     await first.kill('SIGKILL');
+    const puts = cog.putRequests()[id]!;
     const second = await worker();
-    await inference.waitForRequest(publicId, 2);
+    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the second run to re-attach' });
     await second.kill('SIGKILL');
 
     // Stalled more often than allowed (maxStalledCount 1): BullMQ fails the job, the worker fails the task.
@@ -112,7 +124,9 @@ describe('a worker killed mid-task', () => {
     ]);
     const hooks = await waitFor(() => (hooksOf(publicId).length === 1 ? hooksOf(publicId) : undefined), { what: 'the failure webhook' });
     expect(JSON.parse(hooks[0]!.body.toString())).toEqual({ public_id: publicId, status: 30, error_code: 'internal_error', payload: null });
-    expect(inference.requestsFor(publicId)).toHaveLength(2);
+    // Nobody will read it: the worker that gave the job up cancelled it.
+    await waitFor(() => predictionsOf(publicId)[0]?.status === 'canceled', { what: 'the prediction to be cancelled' });
+    expect(predictionsOf(publicId)).toHaveLength(1);
     await third.stop();
   });
 
@@ -120,7 +134,7 @@ describe('a worker killed mid-task', () => {
     const child = await startChild('worker', { ...workerEnv, TASK_TIMEOUT_VIDEO_MS: '500' }, 'worker started');
     children.push(child);
     const publicId = await videoTask();
-    await inference.waitForRequest(publicId, 1); // and never answered
+    await cog.waitForHeld(predictionId(publicId, 1)); // and never released
     const task = await waitForTask(system.api, key.plaintext, publicId);
     expect(task).toMatchObject({ status: 30, error_code: 'timeout', error_message: 'The task did not finish within 0.5 s.' });
     expect(await ledgerOf(system.api, publicId)).toEqual([
@@ -130,17 +144,17 @@ describe('a worker killed mid-task', () => {
     await waitFor(async () => (await system.api.deps.taskQueues.queues['video-generation'].getJobState(publicId)) === 'completed', {
       what: 'the job to be done (no retry)',
     });
-    expect(inference.requestsFor(publicId)).toHaveLength(1);
+    expect(predictionsOf(publicId)).toEqual([expect.objectContaining({ status: 'canceled', cancelRequested: true })]);
     await child.stop();
   });
 
-  it('cancelled while running: refunded once, the late result is discarded, no webhook', async () => {
+  it('cancelled while running: the prediction is cancelled, the task refunded once, no webhook', async () => {
     const child = await worker();
     const publicId = await videoTask();
-    const held = await inference.waitForRequest(publicId, 1);
+    await cog.waitForHeld(predictionId(publicId, 1));
     const cancelled = await system.api.req('POST', `/api/tasks/${publicId}/cancel`, { headers: withKey(key) });
     expect(cancelled.body.status).toBe(40);
-    answerWithVideo(held);
+    await waitFor(() => predictionsOf(publicId)[0]?.status === 'canceled', { what: 'the prediction to be cancelled' });
     await waitFor(async () => (await system.api.deps.taskQueues.queues['video-generation'].getJobState(publicId)) === 'completed', {
       what: 'the worker to finish the job',
     });
@@ -156,17 +170,23 @@ describe('a worker killed mid-task', () => {
     await child.stop();
   });
 
-  it('SIGTERM hands the running task back without using an attempt; the next worker finishes it', async () => {
+  it('SIGTERM hands the running task back without using an attempt or cancelling its prediction; the next worker re-attaches and finishes it', async () => {
     const first = await worker();
     const publicId = await videoTask();
-    await inference.waitForRequest(publicId, 1);
+    const id = predictionId(publicId, 1);
+    await cog.waitForHeld(id);
     await first.stop();
     expect(first.child.exitCode).toBe(0);
     expect(first.logs.some((l) => l.message === 'stopped')).toBe(true);
+    expect(cog.held.holds(id)).toBe(true);
+    const puts = cog.putRequests()[id]!;
 
     const second = await worker();
-    answerWithVideo(await inference.waitForRequest(publicId, 2));
+    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the second worker to re-attach' });
+    cog.held.release(id);
     expect((await waitForTask(system.api, key.plaintext, publicId)).status).toBe(20);
+    expect(await attemptsColumn(publicId)).toBe(1);
+    expect(predictionsOf(publicId)).toHaveLength(1);
     expect(await ledgerOf(system.api, publicId)).toEqual([{ entry_type: 'charge', amount: -10 }]);
     await second.stop();
   });

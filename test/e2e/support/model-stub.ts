@@ -1,73 +1,95 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { waitFor } from '@taskapi/testing';
+import { CogFile, startCogServer, validateInput, waitFor, type CogModel, type CogServer } from '@taskapi/testing';
+import { TINY_GIF } from './held-model';
 
-/** What the stub does with one request: answer after `delayMs` (200 with a tiny image, or `status`), or hold it until released. */
-export type StubAnswer = { delayMs: number; status?: number } | 'hold';
+/**
+ * What the model does with one prediction: finish after `delayMs` (a tiny image), or, with
+ * `canceled`, end as cancelled on the model server (a failure the worker retries), or hold it
+ * until released.
+ */
+export type StubAnswer = { delayMs: number; canceled?: boolean } | 'hold';
 
 export interface ModelRequest {
   publicId: string;
-  /** 1 for the task's first request, 2 for its retry, … */
+  /** 1 for the task's first prediction, 2 for its retry, … (a run that re-attaches starts none). */
   n: number;
-  /** When it arrived and when its answer went out (Date.now() ms). */
+  /** When it started running and when it ended (Date.now() ms). */
   at: number;
   endedAt?: number;
 }
 
 /**
- * A model server speaking the `http` engine's protocol, for tests of who runs when: it records
- * every request (which task, in what order, when it ended) and answers as `policy` says, so a test
- * can give tasks a run time or hold them while it looks at what else is running.
+ * A Cog model server for tests of who runs when: it records every prediction (which task, in
+ * what order, when it ended) and answers as `policy` says, so a test can give tasks a run time or
+ * hold them while it looks at what else is running. It runs many predictions at once, so it is
+ * never the bottleneck (the workers' slots are).
  */
 export interface ModelStub {
   url: string;
+  server: CogServer;
   requests: ModelRequest[];
-  /** Tasks whose request is being served now (held or waiting out its delay). */
+  /** Tasks whose prediction is running now (held or waiting out its delay). */
   inFlight(): string[];
-  /** Answers a held request of the task (200); false when none is held. */
+  /** Lets a held prediction of the task finish; false when none is held. */
   release(publicId: string): boolean;
   releaseAll(): void;
-  /** Waits until `n` requests have arrived in all. */
+  /** Waits until `n` predictions have started in all. */
   waitForRequests(n: number, timeoutMs?: number): Promise<ModelRequest[]>;
   close(): Promise<void>;
 }
 
-const TINY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+/** The task of a prediction id (`<public_id>-<attempt>`). */
+const taskOf = (predictionId: string) => predictionId.slice(0, predictionId.lastIndexOf('-'));
 
 export async function startModelStub(policy: (publicId: string, n: number) => StubAnswer): Promise<ModelStub> {
   const requests: ModelRequest[] = [];
   const held = new Map<string, () => void>();
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const publicId = String((JSON.parse(Buffer.concat(chunks).toString()) as { public_id: string }).public_id);
+  let url = '';
+  const model: CogModel = {
+    name: 'stub',
+    streaming: false,
+    inputSchema: {},
+    validate: (input) => validateInput({}, input),
+    async run(_input, { id, signal }) {
+      const publicId = taskOf(id);
       const record: ModelRequest = { publicId, n: requests.filter((r) => r.publicId === publicId).length + 1, at: Date.now() };
       requests.push(record);
-      const answer = (status = 200) => {
+      try {
+        const decision = policy(publicId, record.n);
+        if (decision === 'hold') {
+          await new Promise<void>((resolve, reject) => {
+            held.set(publicId, resolve);
+            signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+          });
+        } else {
+          await delay(decision.delayMs, undefined, { signal });
+          if (decision.canceled) {
+            // Cancelled on the model server (as an operator or a preemption would).
+            const cancelled = new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+            cancelled.catch(() => undefined);
+            const res = await fetch(`${url}/predictions/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
+            if (res.status !== 200) throw new Error(`the model server would not cancel ${id}: ${res.status}`);
+            await cancelled;
+          }
+        }
+        return new CogFile('out.gif', 'image/gif', TINY_GIF);
+      } finally {
         record.endedAt = Date.now();
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(
-          status === 200
-            ? JSON.stringify({ result: { ok: true }, files: [{ name: 'image.png', content_type: 'image/png', data_base64: TINY_PNG.toString('base64') }] })
-            : JSON.stringify({ message: 'model busy, try again' }),
-        );
-      };
-      const decision = policy(publicId, record.n);
-      if (decision === 'hold') held.set(publicId, () => answer());
-      else void delay(decision.delayMs).then(() => answer(decision.status));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        held.delete(publicId);
+      }
+    },
+  };
+  const server = await startCogServer({ model, concurrency: 256 });
+  url = server.url;
   const release = (publicId: string) => {
-    const answer = held.get(publicId);
+    const resolve = held.get(publicId);
     held.delete(publicId);
-    answer?.();
-    return answer !== undefined;
+    resolve?.();
+    return resolve !== undefined;
   };
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
+    server,
     requests,
     inFlight: () => requests.filter((r) => r.endedAt === undefined).map((r) => r.publicId),
     release,
@@ -75,10 +97,7 @@ export async function startModelStub(policy: (publicId: string, n: number) => St
       for (const id of [...held.keys()]) release(id);
     },
     waitForRequests: (n, timeoutMs = 30_000) =>
-      waitFor(() => (requests.length >= n ? requests : undefined), { timeoutMs, intervalMs: 20, what: `${n} model requests (got ${requests.length})` }),
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
+      waitFor(() => (requests.length >= n ? requests : undefined), { timeoutMs, intervalMs: 20, what: `${n} model predictions (got ${requests.length})` }),
+    close: () => server.close(),
   };
 }

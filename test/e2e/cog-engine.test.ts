@@ -1,0 +1,328 @@
+// The `cog` engine against the Cog test server (packages/testing/src/cog-server): every kind on a
+// model server, by its event stream or by webhooks back to the API, with progress, outputs and
+// failures as docs/models.md says; busy servers, cancels and deadlines; and the API's webhook route.
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { PNG } from 'pngjs';
+import { MODEL_WEBHOOK_PATH, predictionId, readPrediction } from '@taskapi/domain';
+import { ModelWebhookTokens } from '@taskapi/crypto';
+import { CogFile, startCogServer, waitFor, type CogServer } from '@taskapi/testing';
+import { heldModel, TINY_GIF } from './support/held-model';
+import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
+import { startSystem, startWorker, type RunningService, type TestSystem } from './support/system';
+import { ledgerOf, waitForTask } from './support/tasks';
+
+const REDIS_DB = 6;
+const fixture = (name: string) => fs.readFileSync(path.join(__dirname, '../fixtures', name));
+
+describe('the cog engine', () => {
+  let system: TestSystem;
+  let account: TestAccount;
+  let key: CreatedKey;
+  const servers: CogServer[] = [];
+  const workers: RunningService[] = [];
+
+  beforeAll(async () => {
+    system = await startSystem(REDIS_DB);
+    account = await seedAccount(system.api, { credits: 100_000 });
+    key = await createKey(system.api, account, { type: 'paid' });
+  });
+
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  async function cogServer(opts: Parameters<typeof startCogServer>[0]): Promise<CogServer> {
+    const server = await startCogServer(opts);
+    servers.push(server);
+    return server;
+  }
+
+  /** A worker of `kind` on the Cog server at `url`; webhooks come back to the test API. */
+  async function cogWorker(kind: 'IMAGE' | 'VIDEO' | 'FACE', url: string, env: Record<string, string> = {}): Promise<RunningService> {
+    const kinds = { IMAGE: 'image-generation', VIDEO: 'video-generation', FACE: 'face-detection' } as const;
+    const worker = await startWorker({
+      ...system.env,
+      WORKER_KINDS: kinds[kind],
+      [`ENGINE_${kind}`]: 'cog',
+      [`COG_URL_${kind}`]: url,
+      COG_WEBHOOK_BASE_URL: system.api.url,
+      ...env,
+    });
+    workers.push(worker);
+    return worker;
+  }
+
+  async function create(kind: string, body: Record<string, unknown>): Promise<string> {
+    const res = await system.api.req('POST', `/api/tasks/${kind}`, { headers: withKey(key), body });
+    expect(res.status).toBe(201);
+    return res.body.public_id as string;
+  }
+
+  const get = (publicId: string) => system.api.req('GET', `/api/tasks/${publicId}`, { headers: withKey(key) });
+
+  async function fileOf(task: { files: Array<{ url: string }> }): Promise<Buffer> {
+    const res = await fetch(task.files[0]!.url, { headers: { 'x-api-key': key.plaintext } });
+    expect(res.status).toBe(200);
+    return Buffer.from(await res.arrayBuffer());
+  }
+
+  it('image on a model that does not stream: 406, then webhooks; one prediction, named after the task and attempt', async () => {
+    const cog = await cogServer({ model: 'image' });
+    await cogWorker('IMAGE', cog.url);
+    const publicId = await create('image-generation', { prompt: 'a red fox', width: 96, height: 64 });
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 20, error_code: null, progress: 1 });
+    const png = PNG.sync.read(await fileOf(task));
+    expect([png.width, png.height]).toEqual([96, 64]);
+    const predictions = cog.predictions();
+    expect(predictions.map((p) => p.id)).toEqual([predictionId(publicId, 1)]);
+    expect(predictions[0]!.input).toEqual({ prompt: 'a red fox', width: 96, height: 64 });
+    // Its record is forgotten once the task ended.
+    expect((await readPrediction(system.api.deps.redis as never, publicId)).current).toBeNull();
+  });
+
+  it('video on a streaming model: progress while it runs, then 1; the prediction is created asynchronously and streamed, once', async () => {
+    const held = heldModel({ streaming: true });
+    const cog = await cogServer({ model: held.model });
+    await cogWorker('VIDEO', cog.url);
+    const publicId = await create('video-generation', { prompt: 'a slow pan', duration_seconds: 2 });
+    const id = predictionId(publicId, 1);
+    await waitFor(() => held.holds(id), { what: 'the prediction to run' });
+    const running = await waitFor(async () => ((await get(publicId)).body.progress === 0.25 ? (await get(publicId)).body : undefined), { what: 'progress 0.25' });
+    expect(running.status).toBe(10);
+    held.release(id);
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 20, progress: 1, files: [expect.objectContaining({ name: 'video.gif' })] });
+    expect(await fileOf(task)).toEqual(TINY_GIF);
+    expect(cog.predictions().map((p) => [p.id, p.cancelRequested])).toEqual([[id, false]]);
+    // One PUT created it (respond-async), the next attached the stream to it.
+    expect(cog.putRequests()[id]).toBe(2);
+  });
+
+  it('video through the real video model behind Cog: an mp4, with the progress its logs report', async () => {
+    const cog = await cogServer({ model: 'video' });
+    await cogWorker('VIDEO', cog.url);
+    const publicId = await create('video-generation', { prompt: 'waves', duration_seconds: 1 });
+    const task = await waitForTask(system.api, key.plaintext, publicId, [20, 30, 40], 60_000);
+    expect(task).toMatchObject({ status: 20, progress: 1, files: [expect.objectContaining({ name: expect.stringMatching(/^video\.(mp4|gif)$/) })] });
+    expect((await fileOf(task)).length).toBeGreaterThan(100);
+  });
+
+  it('face detection on a model server: the image goes as a data: URL, the boxes come back as face_coordinates', async () => {
+    const cog = await cogServer({ model: 'face' });
+    await cogWorker('FACE', cog.url);
+    const publicId = await create('face-detection', { image_base64: fixture('astronaut.png').toString('base64') });
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task.status).toBe(20);
+    expect(task.result.face_coordinates.length).toBeGreaterThan(0);
+    for (const box of task.result.face_coordinates) expect(box).toEqual({ x: expect.any(Number), y: expect.any(Number), width: expect.any(Number), height: expect.any(Number), score: expect.any(Number) });
+    expect(cog.predictions()[0]!.input.image).toMatch(/^data:image\/png;base64,/);
+  });
+
+  it('COG_INPUT_MAP renames fields; an output the kind cannot keep fails the task with engine_error, refunded, not retried', async () => {
+    const cog = await cogServer({ model: 'slow' });
+    await cogWorker('VIDEO', cog.url, { COG_INPUT_MAP_VIDEO: 'duration_seconds=steps' });
+    const publicId = await create('video-generation', { prompt: 'three steps', duration_seconds: 3 });
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({
+      status: 30,
+      error_code: 'engine_error',
+      error_message: 'The model returned an output that could not be used: expected a file (a data: or http(s) URL) or a list of them.',
+    });
+    expect(cog.predictions().map((p) => p.input)).toEqual([{ steps: 3 }]);
+    expect(await ledgerOf(system.api, publicId)).toEqual([
+      { entry_type: 'charge', amount: -task.cost },
+      { entry_type: 'refund', amount: task.cost },
+    ]);
+  });
+
+  it("a failing model: its error is the task's message, refunded, not retried", async () => {
+    const cog = await cogServer({ model: 'fail', failMessage: 'CUDA out of memory.' });
+    await cogWorker('IMAGE', cog.url);
+    const publicId = await create('image-generation', { prompt: 'too big' });
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 30, error_code: 'engine_error', error_message: 'CUDA out of memory.' });
+    expect(cog.predictions()).toHaveLength(1);
+    expect(await ledgerOf(system.api, publicId)).toHaveLength(2);
+  });
+
+  it("input the model refuses (422) fails with invalid_input, naming the model's field", async () => {
+    const cog = await cogServer({ model: 'face' }); // wants `image`; an image task sends none
+    await cogWorker('IMAGE', cog.url);
+    const publicId = await create('image-generation', { prompt: 'no image here' });
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 30, error_code: 'invalid_input', error_message: expect.stringMatching(/^Image: /) });
+    expect(cog.predictions()).toHaveLength(0);
+  });
+
+  it('a busy server (409): the task waits queued with no attempt spent, the worker learns the capacity, and it runs once a slot frees', async () => {
+    const held = heldModel({ streaming: false });
+    const cog = await cogServer({ model: held.model, concurrency: 1 });
+    await cogWorker('IMAGE', cog.url, { WORKER_CONCURRENCY: '2', COG_BUSY_RETRY_MS: '200' });
+    const first = await create('image-generation', { prompt: 'first' });
+    await waitFor(() => held.holds(predictionId(first, 1)), { what: 'the first prediction to run' });
+    const second = await create('image-generation', { prompt: 'second' });
+    const secondId = predictionId(second, 1);
+    await waitFor(() => cog.putRequests()[secondId] === 1, { what: 'the refused PUT' });
+    const row = async (publicId: string) =>
+      (await system.api.deps.db.pool.query<{ status: number; attempts: number }>('SELECT status, attempts FROM tasks WHERE public_id = $1', [publicId])).rows[0];
+    await waitFor(async () => (await row(second))?.status === 0, { what: 'the second task back in the queue' });
+    expect(await row(second)).toEqual({ status: 0, attempts: 0 });
+    held.release(predictionId(first, 1));
+    await waitFor(() => held.holds(secondId), { what: 'the second prediction to run' });
+    // Capacity learned: one refusal, then the task was only offered again once the slot was free.
+    expect(cog.putRequests()[secondId]).toBe(2);
+    held.release(secondId);
+    expect(await waitForTask(system.api, key.plaintext, second)).toMatchObject({ status: 20 });
+    expect(await row(second)).toEqual({ status: 20, attempts: 1 });
+  });
+
+  it('a cancel stops the prediction on the model server at once; the task is refunded and keeps its progress', async () => {
+    const held = heldModel({ streaming: true });
+    const cog = await cogServer({ model: held.model });
+    await cogWorker('VIDEO', cog.url);
+    const publicId = await create('video-generation', { prompt: 'never mind', duration_seconds: 2 });
+    const id = predictionId(publicId, 1);
+    await waitFor(async () => held.holds(id) && (await get(publicId)).body.progress === 0.25, { what: 'the prediction to run and report' });
+    const cancelled = await system.api.req('POST', `/api/tasks/${publicId}/cancel`, { headers: withKey(key) });
+    expect(cancelled.status).toBe(200);
+    await waitFor(() => cog.predictions()[0]?.status === 'canceled', { timeoutMs: 2_000, what: 'the prediction to be cancelled' });
+    expect(cog.predictions()[0]!.cancelRequested).toBe(true);
+    expect((await get(publicId)).body).toMatchObject({ status: 40, progress: 0.25 });
+    expect(await ledgerOf(system.api, publicId)).toHaveLength(2);
+  });
+
+  it('a cancel stops the built-in video engine too', async () => {
+    const worker = await startWorker({ ...system.env, WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'builtin', VIDEO_FORMAT: 'gif', WORKER_CONCURRENCY: '1' });
+    workers.push(worker);
+    const publicId = await create('video-generation', { prompt: 'long', duration_seconds: 10 });
+    await waitFor(async () => ((await get(publicId)).body.progress ?? 0) > 0, { what: 'frames to render' });
+    expect((await system.api.req('POST', `/api/tasks/${publicId}/cancel`, { headers: withKey(key) })).status).toBe(200);
+    // The slot is free again at once: the next task starts and finishes.
+    const next = await create('video-generation', { prompt: 'short', duration_seconds: 1 });
+    expect(await waitForTask(system.api, key.plaintext, next)).toMatchObject({ status: 20 });
+    const task = (await get(publicId)).body;
+    expect(task.status).toBe(40);
+    expect(task.progress).toBeGreaterThan(0);
+    expect(task.progress).toBeLessThan(1);
+  });
+
+  it('a deadline fails the task with timeout and cancels the prediction', async () => {
+    const cog = await cogServer({ model: 'hang' });
+    await cogWorker('IMAGE', cog.url, { TASK_TIMEOUT_IMAGE_MS: '1500' });
+    const publicId = await create('image-generation', { prompt: 'forever' });
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 30, error_code: 'timeout' });
+    await waitFor(() => cog.predictions()[0]?.cancelRequested === true, { timeoutMs: 2_000, what: 'the prediction to be cancelled' });
+  });
+
+  it('a worker shutting down hands the task back without cancelling the prediction; the next one re-attaches to it', async () => {
+    const held = heldModel({ streaming: true });
+    const cog = await cogServer({ model: held.model });
+    const first = await cogWorker('VIDEO', cog.url);
+    const publicId = await create('video-generation', { prompt: 'deploy', duration_seconds: 2 });
+    const id = predictionId(publicId, 1);
+    await waitFor(() => held.holds(id), { what: 'the prediction to run' });
+    await first.stop();
+    workers.splice(workers.indexOf(first), 1);
+    expect(cog.predictions()).toEqual([expect.objectContaining({ id, status: 'processing', cancelRequested: false })]);
+    await cogWorker('VIDEO', cog.url);
+    await waitFor(() => (cog.putRequests()[id] ?? 0) >= 4, { what: 'the second worker to re-attach' });
+    held.release(id);
+    expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20, progress: 1 });
+    expect(cog.predictions()).toHaveLength(1);
+  });
+
+  it('a cut stream is attached again to the same prediction, which was not cancelled', async () => {
+    const held = heldModel({ streaming: true });
+    const cog = await cogServer({ model: held.model });
+    await cogWorker('VIDEO', cog.url);
+    const publicId = await create('video-generation', { prompt: 'flaky network', duration_seconds: 2 });
+    const id = predictionId(publicId, 1);
+    await waitFor(() => held.holds(id) && cog.putRequests()[id] === 2, { what: 'the prediction to run, streamed' });
+    expect(cog.cutStreams()).toBe(1);
+    await waitFor(() => cog.putRequests()[id] === 3, { what: 'the stream to be attached again' });
+    expect(held.holds(id)).toBe(true);
+    held.release(id);
+    expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20, progress: 1 });
+    expect(cog.predictions()).toEqual([expect.objectContaining({ id, status: 'succeeded', cancelRequested: false })]);
+  });
+
+  it('a prediction that ends while no worker follows it is collected from its kept webhook, with no new PUT', async () => {
+    const held = heldModel({ streaming: false });
+    const cog = await cogServer({ model: held.model });
+    const first = await cogWorker('IMAGE', cog.url);
+    const publicId = await create('image-generation', { prompt: 'between workers' });
+    const id = predictionId(publicId, 1);
+    await waitFor(() => held.holds(id), { what: 'the prediction to run' });
+    await first.stop();
+    workers.splice(workers.indexOf(first), 1);
+    held.release(id);
+    await waitFor(async () => (await readPrediction(system.api.deps.redis as never, publicId)).status === 'succeeded', { what: 'the final webhook to be kept' });
+    const puts = cog.putRequests()[id];
+    await cogWorker('IMAGE', cog.url);
+    expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20, files: [expect.objectContaining({ name: 'image.gif' })] });
+    expect(cog.putRequests()[id]).toBe(puts);
+  });
+
+  it('a final prediction too large for Redis is stored by the API and read by the worker', async () => {
+    const big = randomBytes(1536 * 1024);
+    const held = heldModel({ streaming: false, output: () => new CogFile('big.png', 'image/png', big) });
+    const cog = await cogServer({ model: held.model });
+    await cogWorker('IMAGE', cog.url);
+    const publicId = await create('image-generation', { prompt: 'large' });
+    const id = predictionId(publicId, 1);
+    await waitFor(() => held.holds(id), { what: 'the prediction to run' });
+    held.release(id);
+    const task = await waitForTask(system.api, key.plaintext, publicId);
+    expect(task).toMatchObject({ status: 20, files: [expect.objectContaining({ name: 'image.png' })] });
+    expect((await fileOf(task)).equals(big)).toBe(true);
+  });
+
+  it("the worker is not ready while its model server is not; /healthz stays up", async () => {
+    const cog = await cogServer({ model: 'image', setupMs: 600_000 });
+    const worker = await cogWorker('IMAGE', cog.url, { OPS_PORT: '0', HOST: '127.0.0.1' });
+    const ready = await fetch(`${worker.opsUrl}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(JSON.stringify(await ready.json())).toContain('model_image-generation');
+    expect((await fetch(`${worker.opsUrl}/healthz`)).status).toBe(200);
+    cog.setHealth('READY');
+    await waitFor(async () => (await fetch(`${worker.opsUrl}/readyz`)).status === 200, { what: 'the worker to be ready' });
+  });
+
+  describe('the API route model servers post to', () => {
+    const tokens = () => new ModelWebhookTokens(system.api.deps.config.secretsKey);
+    const post = (path: string, body: string | Buffer, type = 'application/json') =>
+      fetch(`${system.api.url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
+    const urlOf = (id: string, token = tokens().token(id)) => `${MODEL_WEBHOOK_PATH}/${id}/${token}`;
+
+    it('refuses a wrong token (404, as an unknown path), a body that is not JSON (415 / 400) or not a prediction (400)', async () => {
+      const id = predictionId('task_0000000000000000000000', 1);
+      const wrong = await post(urlOf(id, 'x'.repeat(43)), '{"status":"processing"}');
+      expect(wrong.status).toBe(404);
+      expect(await wrong.json()).toEqual({ message: expect.any(String) });
+      expect((await post(urlOf('not-a-prediction', 'abc'), '{}')).status).toBe(404);
+      const text = await post(urlOf(id), 'hello', 'text/plain');
+      expect(text.status).toBe(415);
+      expect(await text.json()).toEqual({ message: expect.any(String) });
+      expect((await post(urlOf(id), '{"status":')).status).toBe(400);
+      const notPrediction = await post(urlOf(id), '{"hello":1}');
+      expect(notPrediction.status).toBe(400);
+      expect(await notPrediction.json()).toMatchObject({ message: 'Request body must be a prediction object with a status.' });
+    });
+
+    it("answers 204 and keeps nothing for a prediction that is not its task's current one", async () => {
+      const publicId = 'task_1111111111111111111111';
+      const res = await post(urlOf(predictionId(publicId, 3)), '{"status":"succeeded","output":"x"}');
+      expect(res.status).toBe(204);
+      expect((await readPrediction(system.api.deps.redis as never, publicId)).current).toBeNull();
+    });
+  });
+});
