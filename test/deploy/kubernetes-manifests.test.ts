@@ -1,10 +1,11 @@
 // deploy/kubernetes checked offline, as kubeconform would online: every object parsed and validated
 // against the Kubernetes and KEDA schemas (`kubernetes-models`, `@kubernetes-models/keda`), then
 // the cross-references a schema cannot see: selectors, ports, probes, the configuration the
-// services read, the KEDA query's metric, shutdown deadlines and the PostgreSQL connection budget.
+// services read, the KEDA query's metric, shutdown deadlines, the PostgreSQL connection budget,
+// and the example GPU model server of deploy/kubernetes/models with the workers it serves.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
@@ -16,7 +17,7 @@ import { Service } from 'kubernetes-models/v1/Service';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { CONFIG_VARIABLES, loadConfig } from '@taskapi/config';
-import { TASK_KINDS } from '@taskapi/task-kinds';
+import { isTaskKind, TASK_KIND_CATALOG, TASK_KINDS } from '@taskapi/task-kinds';
 import { createMetrics } from '../../services/api/src/infra/metrics';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -28,8 +29,16 @@ const OMITTED: Record<string, string> = {
   DEV_SECRETS_FILE: 'development only: production never generates secrets',
   BENCH_FIFO_SCHEDULING: 'npm run bench only: refused in production',
 };
+/** Variables the manifests set that the configuration does not read, and who reads them. */
+const READ_ELSEWHERE: Record<string, string> = {
+  MIGRATE_DATABASE_URL: 'a Secret key: the migration Job passes it as its DATABASE_URL',
+  AWS_ACCESS_KEY_ID: 'the AWS SDK (STORAGE_DRIVER=s3)',
+  AWS_SECRET_ACCESS_KEY: 'the AWS SDK (STORAGE_DRIVER=s3)',
+};
 /** Variables that must come from the Secret, never the ConfigMap. */
-const SECRET_VARIABLES = ['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'SECRETS_KEY', 'ADMIN_PASSWORD', 'HTTP_ENGINE_TOKEN'];
+const SECRET_VARIABLES = ['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'SECRETS_KEY', 'ADMIN_PASSWORD'];
+/** The component label of model servers (deploy/kubernetes/models): not Task API processes. */
+const MODEL = 'model';
 
 const VALIDATORS: Record<string, new (data: any) => { validate(): void }> = {
   'apps/v1/Deployment': Deployment,
@@ -72,12 +81,14 @@ const byName = (kind: string, name: string) => ofKind(kind).find((o) => o.metada
 
 const configMap = byName('ConfigMap', 'taskapi-config');
 const secret = byName('Secret', 'taskapi-secrets');
-const deployments = ofKind('Deployment');
+const componentOf = (d: any) => d.spec.template.metadata.labels['app.kubernetes.io/component'] as string;
+/** The Task API's own Deployments (the image, its probes and budgets); model servers are apart. */
+const deployments = ofKind('Deployment').filter((d) => componentOf(d) !== MODEL);
+const modelDeployments = ofKind('Deployment').filter((d) => componentOf(d) === MODEL);
 const podSpecs: Array<{ name: string; spec: IPodSpec; labels: Record<string, string> }> = [
   ...deployments.map((d) => ({ name: d.metadata.name as string, spec: d.spec.template.spec, labels: d.spec.template.metadata.labels })),
   ...ofKind('Job').map((j) => ({ name: j.metadata.name as string, spec: j.spec.template.spec, labels: j.spec.template.metadata.labels })),
 ];
-const componentOf = (d: any) => d.spec.template.metadata.labels['app.kubernetes.io/component'] as string;
 const deploymentsOf = (component: string) => deployments.filter((d) => componentOf(d) === component);
 const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
 
@@ -125,7 +136,9 @@ describe('deploy/kubernetes', () => {
     expect(listed).not.toContain('secret.example.yaml');
     for (const k of kustomizations) {
       expect(k.obj.namespace).toBe(secret.metadata.namespace);
-      expect(k.obj.images.map((i: { name: string }) => i.name)).toEqual([IMAGE]);
+      // An overlay of the base (`..`) takes the image from it, so a release sets it in one place.
+      if ((k.obj.resources as string[]).includes('..')) expect([k.file, k.obj.images]).toEqual([k.file, undefined]);
+      else expect(k.obj.images.map((i: { name: string }) => i.name)).toEqual([IMAGE]);
     }
   });
 
@@ -238,6 +251,9 @@ describe('deploy/kubernetes', () => {
     const inEnv = deployments.flatMap((d) => (d.spec.template.spec.containers[0].env ?? []).map((e: { name: string }) => e.name));
     const missing = CONFIG_VARIABLES.filter((v) => !inConfigMap.includes(v) && !inSecret.includes(v) && !inEnv.includes(v) && !(v in OMITTED));
     expect(missing).toEqual([]);
+    // And nothing the configuration does not read (a retired or misspelt variable is silently ignored).
+    const unknown = [...inConfigMap, ...inSecret, ...inEnv].filter((v) => !CONFIG_VARIABLES.includes(v) && !(v in READ_ELSEWHERE));
+    expect(unknown).toEqual([]);
     for (const v of SECRET_VARIABLES) expect([v, inSecret.includes(v), inConfigMap.includes(v)]).toEqual([v, true, false]);
     // What a pod starts with is a configuration the services accept (as in production).
     for (const d of deployments) {
@@ -265,5 +281,101 @@ describe('deploy/kubernetes', () => {
     const guide = fs.readFileSync(path.join(ROOT, 'docs/operations.md'), 'utf8');
     const section = guide.slice(guide.indexOf('## Deploying on Kubernetes'));
     expect(section).toContain(`**${total}** connections`);
+  });
+});
+
+describe('deploy/kubernetes/models (the example GPU model server)', () => {
+  const overlayFile = path.join('models', 'kustomization.yaml');
+  const overlay = kustomizations.find((k) => k.file === overlayFile)!.obj;
+  /** The overlay's patches, parsed: a strategic merge patch is an object, a JSON 6902 patch a list of operations. */
+  const patches = (overlay.patches as Array<{ target: { kind: string; name: string }; patch: string }>).map((p) => ({ target: p.target, patch: parse(p.patch) }));
+  const patchOf = (kind: string, name: string) => patches.find((p) => p.target.kind === kind && p.target.name === name)?.patch;
+  const serviceOf = (d: any) => ofKind('Service').find((s) => matches(s.spec.selector, d.spec.template.metadata.labels));
+  const containerOf = (d: any) => d.spec.template.spec.containers[0] as IContainer;
+  const cogPort = (c: IContainer) => c.ports!.find((p) => p.containerPort === 5000);
+
+  it('is an overlay of the base: the default kustomization does not run a GPU server', () => {
+    expect(overlay.resources).toEqual(['..', 'image-model.yaml']);
+    expect(modelDeployments.map((d) => d.metadata.name)).toEqual(['image-model']);
+    const files = objects.filter((o) => o.obj.kind === 'Deployment' && componentOf(o.obj) === MODEL).map((o) => o.file);
+    expect(files).toEqual([path.join('models', 'image-model.yaml')]);
+    // Every patch names an object the overlay builds.
+    for (const p of patches) expect([p.target, byName(p.target.kind, p.target.name) ? 'exists' : 'missing']).toEqual([p.target, 'exists']);
+  });
+
+  it('runs one Cog server per Service, on one GPU, listening on port 5000', () => {
+    for (const d of modelDeployments) {
+      const name = d.metadata.name as string;
+      const c = containerOf(d);
+      // Predictions are created, re-attached to and cancelled by id on the one server at the URL.
+      expect([name, d.spec.replicas, d.spec.strategy.type]).toEqual([name, 1, 'Recreate']);
+      expect([name, String(c.resources?.limits?.['nvidia.com/gpu'])]).toEqual([name, '1']);
+      const port = cogPort(c);
+      expect([name, port?.name]).toEqual([name, expect.any(String)]);
+      const service = serviceOf(d);
+      expect([name, service?.spec.selector]).toEqual([name, d.spec.selector.matchLabels]);
+      expect([name, service.spec.ports]).toEqual([name, [expect.objectContaining({ port: 5000, targetPort: port!.name })]]);
+      // A starting server answers 503 (busy: the task waits) instead of refusing connections (an attempt spent).
+      expect([name, service.spec.publishNotReadyAddresses]).toEqual([name, true]);
+      // The Task API pods' hardening, as far as a Cog image (root, writing its own files) allows.
+      const spec = d.spec.template.spec as IPodSpec;
+      expect([name, spec.automountServiceAccountToken, spec.securityContext?.seccompProfile?.type]).toEqual([name, false, 'RuntimeDefault']);
+      expect([name, c.securityContext]).toEqual([name, expect.objectContaining({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } })]);
+    }
+  });
+
+  it('probes /health-check by the status in its JSON, since it answers 200 in every state', () => {
+    for (const d of modelDeployments) {
+      const c = containerOf(d);
+      // Each probe is `python -c <check> <status>...`: the check reads the `status` of the container's
+      // own /health-check and exits 0 when it is one of the arguments.
+      const accepted = (probe: 'startupProbe' | 'livenessProbe' | 'readinessProbe') => {
+        const p = c[probe]!;
+        const command = p.exec?.command ?? [];
+        expect([d.metadata.name, probe, p.httpGet, command.slice(0, 2)]).toEqual([d.metadata.name, probe, undefined, ['python', '-c']]);
+        const check = command[2]!;
+        expect(check).toContain(`http://127.0.0.1:${cogPort(c)!.containerPort}/health-check`);
+        expect(check).toContain("['status']; sys.exit(s not in sys.argv[1:])");
+        // The request gives up before the probe does, so a hung server fails the probe rather than timing it out.
+        expect(Number(/timeout=(\d+)/.exec(check)![1])).toBeLessThan(p.timeoutSeconds!);
+        return command.slice(3).sort();
+      };
+      // Ready while it takes predictions, the rule of the workers' own /readyz.
+      expect(accepted('readinessProbe')).toEqual(['BUSY', 'READY']);
+      // Started once setup is over, well or not (a failed setup is liveness's to restart at once),
+      // with room for a first start that downloads weights.
+      expect(accepted('startupProbe')).toEqual(expect.arrayContaining(['READY', 'BUSY', 'SETUP_FAILED']));
+      expect(accepted('startupProbe')).not.toContain('STARTING');
+      expect(c.startupProbe!.periodSeconds! * c.startupProbe!.failureThreshold!).toBeGreaterThanOrEqual(600);
+      // Alive unless its setup failed or it went defunct (or it stopped answering).
+      expect(accepted('livenessProbe')).toEqual(expect.arrayContaining(['READY', 'BUSY']));
+      for (const dead of ['SETUP_FAILED', 'DEFUNCT']) expect(accepted('livenessProbe')).not.toContain(dead);
+    }
+  });
+
+  it("points its kind's workers at the Service, and they load a valid configuration", () => {
+    const api = byName('Service', 'taskapi-api');
+    for (const d of modelDeployments) {
+      const kind = d.spec.template.metadata.labels['taskapi/task-kind'] as string;
+      if (!isTaskKind(kind)) throw new Error(`${d.metadata.name}: taskapi/task-kind ${kind} is not a task kind`);
+      const engine = TASK_KIND_CATALOG[kind].engine;
+      const worker = deploymentsOf('worker').find((w) => environmentOf(containerOf(w)).WORKER_KINDS === kind);
+      const patched = patchOf('Deployment', worker.metadata.name).spec.template.spec.containers.find((c: IContainer) => c.name === containerOf(worker).name);
+      const env = Object.fromEntries((patched.env as Array<{ name: string; value: string }>).map((e) => [e.name, e.value]));
+      const service = serviceOf(d);
+      const url = `http://${service.metadata.name}:${service.spec.ports[0].port}`;
+      expect(env).toEqual({ [engine.variable]: 'cog', [engine.cogUrl]: url });
+      const config = loadConfig({ ...environmentOf(containerOf(worker)), ...env, ...wellFormedSecrets });
+      expect([config.workerKinds, config.engines[kind], config.cog[kind].url]).toEqual([[kind], 'cog', url]);
+      // Model servers post their webhooks to the API's Service, not through the public address.
+      const webhookBase = new URL(config.cogWebhookBaseUrl);
+      expect([webhookBase.hostname, Number(webhookBase.port || 80)]).toEqual([api.metadata.name, api.spec.ports[0].port]);
+      // More workers than one server runs predictions at once would only collect its 409s.
+      const scaled = byName('ScaledObject', worker.metadata.name).spec;
+      const ops = patchOf('ScaledObject', worker.metadata.name);
+      expect(ops).toEqual([{ op: 'replace', path: '/spec/maxReplicaCount', value: expect.any(Number) }]);
+      expect(ops[0].value).toBeGreaterThanOrEqual(Math.max(scaled.minReplicaCount, scaled.fallback.replicas));
+      expect(ops[0].value).toBeLessThan(scaled.maxReplicaCount);
+    }
   });
 });
