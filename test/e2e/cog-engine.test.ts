@@ -4,6 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { PNG } from 'pngjs';
 import { MODEL_WEBHOOK_PATH, predictionId, readPrediction } from '@taskapi/domain';
 import { ModelWebhookTokens } from '@taskapi/crypto';
@@ -182,6 +184,47 @@ describe('the cog engine', () => {
     held.release(secondId);
     expect(await waitForTask(system.api, key.plaintext, second)).toMatchObject({ status: 20 });
     expect(await row(second)).toEqual({ status: 20, attempts: 1 });
+  });
+
+  it("a BUSY health check keeps new predictions away: the task waits queued, asking the health check, not PUT, until a slot frees", async () => {
+    const cog = await cogServer({ model: 'image' });
+    const worker = await cogWorker('IMAGE', cog.url, { COG_BUSY_RETRY_MS: '100', OPS_PORT: '0', HOST: '127.0.0.1' });
+    cog.setHealth('BUSY');
+    const publicId = await create('image-generation', { prompt: 'later' });
+    const id = predictionId(publicId, 1);
+    const busyRuns = async () => Number(/taskapi_worker_task_runs_total\{kind="image-generation",outcome="busy"\} (\d+)/.exec(await (await fetch(`${worker.opsUrl}/metrics`)).text())?.[1] ?? 0);
+    await waitFor(async () => (await busyRuns()) >= 3, { what: 'three busy refusals' });
+    // One PUT (answered 409); since then the health check said BUSY each time, and no PUT was sent.
+    expect(cog.putRequests()[id]).toBe(1);
+    const row = (await system.api.deps.db.pool.query('SELECT status, attempts FROM tasks WHERE public_id = $1', [publicId])).rows[0];
+    expect(row).toEqual({ status: 0, attempts: 0 });
+    cog.setHealth(null);
+    expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
+    // Then the create, and the stream asked for (406: this model does not stream).
+    expect(cog.putRequests()[id]).toBe(3);
+  });
+
+  it('a model server that answers garbage: the attempt is retried, then the task fails with engine_error, refunded', async () => {
+    const garbage = http.createServer((req, res) => {
+      req.resume();
+      if (req.url === '/health-check') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"READY"}');
+      if (req.headers.accept === 'text/event-stream') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).end('event: completed\ndata: {not a prediction\n\n');
+      res.writeHead(202, { 'content-type': 'application/json' }).end('{"id":');
+    });
+    await new Promise<void>((resolve) => garbage.listen(0, '127.0.0.1', resolve));
+    try {
+      await cogWorker('IMAGE', `http://127.0.0.1:${(garbage.address() as AddressInfo).port}`, { TASK_RETRY_BACKOFF_MS: '50' });
+      const publicId = await create('image-generation', { prompt: 'garbage in' });
+      const task = await waitForTask(system.api, key.plaintext, publicId);
+      expect(task).toMatchObject({ status: 30, error_code: 'engine_error', error_message: 'The model server sent an answer that is not a prediction.' });
+      const { rows } = await system.api.deps.db.pool.query('SELECT attempts FROM tasks WHERE public_id = $1', [publicId]);
+      expect(rows[0]).toEqual({ attempts: 3 });
+      expect(await ledgerOf(system.api, publicId)).toHaveLength(2);
+    } finally {
+      await Promise.all(workers.splice(0).map((w) => w.stop()));
+      garbage.closeAllConnections();
+      await new Promise((r) => garbage.close(r));
+    }
   });
 
   it('a cancel stops the prediction on the model server at once; the task is refunded and keeps its progress', async () => {

@@ -74,16 +74,17 @@ export interface PredictionRedis extends MarkerRedis {
 }
 
 const CLAIM_SCRIPT = `
-redis.call('HSETNX', KEYS[1], 'current', ARGV[1])
+local fresh = redis.call('HSETNX', KEYS[1], 'current', ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
-return redis.call('HGET', KEYS[1], 'current')`;
+return {redis.call('HGET', KEYS[1], 'current'), fresh}`;
 
 /**
  * The prediction the task's run uses: the one recorded already (a run before this one created it
- * and did not see it end), else `candidate`, recorded now.
+ * and did not see it end; `fresh` false), else `candidate`, recorded now (`fresh` true).
  */
-export async function claimPrediction(redis: PredictionRedis, publicId: string, candidate: string): Promise<string> {
-  return String(await redis.eval(CLAIM_SCRIPT, 1, predictionKey(publicId), candidate, PREDICTION_TTL_SECONDS));
+export async function claimPrediction(redis: PredictionRedis, publicId: string, candidate: string): Promise<{ id: string; fresh: boolean }> {
+  const [id, fresh] = (await redis.eval(CLAIM_SCRIPT, 1, predictionKey(publicId), candidate, PREDICTION_TTL_SECONDS)) as [string, number];
+  return { id: String(id), fresh: fresh === 1 };
 }
 
 // An update counts only for the task's current prediction (a late webhook of an earlier one, or of

@@ -77,10 +77,13 @@ export function createCogEngine(deps: CogEngineDeps): Engine {
 
 async function runPrediction(deps: CogEngineDeps, input: EngineInput, signal: AbortSignal): Promise<EngineOutput> {
   const { server, redis } = deps;
-  const id = await claimPrediction(redis, input.publicId, predictionId(input.publicId, input.attempt ?? 1));
+  const { id, fresh } = await claimPrediction(redis, input.publicId, predictionId(input.publicId, input.attempt ?? 1));
   let keep = false;
   server.started();
   try {
+    // A new prediction is not sent to a server whose health check says all its slots are busy
+    // (a re-attach is: Cog answers a running id whatever its load).
+    if (fresh && (await server.busyNow())) throw server.busy('its health check says BUSY');
     const final = await followPrediction(deps, id, input, signal);
     if (final.status === 'succeeded') return await taskOutput(deps.kind, final.output, final.metrics, { egress: deps.egress, modelOrigin: server.origin, maxBytes: deps.outputMaxBytes, signal });
     if (final.status === 'failed') {
@@ -203,8 +206,8 @@ async function readStream(events: AsyncIterable<CogStreamEvent>, input: EngineIn
     }
   } catch (err) {
     if (signal.aborted) throw signal.reason as Error;
-    // A connection reset mid-stream is a cut like an early end.
-    if (!(err instanceof Error)) throw err;
+    // A connection reset mid-stream is a cut like an early end; what the server said (garbage) is not.
+    if (err instanceof EngineError || !(err instanceof Error)) throw err;
   }
   return { events: count };
 }
@@ -282,7 +285,7 @@ function modelInput(deps: CogEngineDeps, input: EngineInput): Record<string, unk
 
 function parsePrediction(text: string): Prediction {
   const parsed = predictionSchema.safeParse(safeJson(text));
-  if (!parsed.success) throw new EngineError('the model server sent a prediction that is not one', true);
+  if (!parsed.success) throw new EngineError('the model server sent a prediction that is not one', true, 'The model server sent an answer that is not a prediction.');
   return parsed.data;
 }
 

@@ -57,6 +57,8 @@ export class CogServer {
   private lastRefusedAt = -Infinity;
   /** Whether the server streams this model: unknown until a stream was asked for. */
   private streaming: boolean | undefined;
+  /** The last health status seen (a 409 counts as BUSY). */
+  private lastHealth: string | undefined;
 
   constructor(private readonly opts: CogServerOptions) {
     this.url = opts.url;
@@ -147,7 +149,27 @@ export class CogServer {
     });
     const text = await res.body.text();
     const status = res.statusCode === 200 ? (safeJson(text) as { status?: unknown } | undefined)?.status : undefined;
-    return typeof status === 'string' ? status : `HTTP ${res.statusCode}`;
+    this.lastHealth = typeof status === 'string' ? status : `HTTP ${res.statusCode}`;
+    return this.lastHealth;
+  }
+
+  /**
+   * Whether the server is busy now: only asked (one health check) once it was last seen BUSY or
+   * refused a prediction with 409, so a server with free slots costs no extra request.
+   */
+  async busyNow(): Promise<boolean> {
+    if (this.lastHealth !== 'BUSY') return false;
+    try {
+      return (await this.health()) === 'BUSY';
+    } catch {
+      // Unreachable: the PUT will say so.
+      return false;
+    }
+  }
+
+  /** The error that leaves a task queued with no attempt spent, offered again after COG_BUSY_RETRY_MS. */
+  busy(why: string): EngineBusyError {
+    return new EngineBusyError(`model server ${this.origin} is busy: ${why}`, this.opts.busyRetryMs);
   }
 
   /** Throws unless the server takes predictions (the worker's readiness). */
@@ -193,9 +215,10 @@ export class CogServer {
       if (res.statusCode === 409) {
         this.learned = Math.max(1, Math.min(this.learned, this.inFlight));
         this.lastRefusedAt = Date.now();
+        this.lastHealth = 'BUSY';
         this.opts.onCapacity?.(this.learned);
       }
-      throw new EngineBusyError(`model server ${this.origin} answered ${res.statusCode} (${res.statusCode === 409 ? 'at capacity' : 'not ready'})`, this.opts.busyRetryMs);
+      throw this.busy(`it answered ${res.statusCode} (${res.statusCode === 409 ? 'at capacity' : 'not ready'})`);
     }
     if (res.statusCode === 422) throw new TaskInputError(validationMessage(text));
     // The body is the server's own words: logged, never the task's message.
