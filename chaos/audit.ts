@@ -96,7 +96,8 @@ export async function audit(input: AuditInput): Promise<Figure[]> {
     const o = outcome(t.status, t.error_code);
     outcomes.set(o, (outcomes.get(o) ?? 0) + 1);
     if (c.fate === 'fail' && t.status === 20) wrongOutcomes.push(`${t.public_id}: meant to fail, completed`);
-    if (c.fate !== 'fail' && t.status === 30 && t.error_code === 'invalid_input') wrongOutcomes.push(`${t.public_id}: failed with invalid_input`);
+    // The model takes every input the load sends: a [fail] task fails by its prediction (engine_error).
+    if (t.status === 30 && t.error_code === 'invalid_input') wrongOutcomes.push(`${t.public_id}: failed with invalid_input`);
     if (c.cancelAnswer === 200 && t.status !== 40) cancelMismatches.push(`${t.public_id}: cancel answered 200, task ended ${o}`);
     if (c.readStatus !== undefined && c.readStatus >= 20 && c.readStatus !== t.status) readMismatches.push(`${t.public_id}: read ${c.readStatus}, ended ${t.status}`);
   }
@@ -213,7 +214,7 @@ export async function audit(input: AuditInput): Promise<Figure[]> {
     figure('creations never answered (client gave up)', unanswered, true),
     figure('tasks no client knows of (charged, never answered)', orphans, true),
     figure('tasks unfinished (status 0 or 10)', unfinished, true),
-    figure('tasks with the wrong outcome', wrongOutcomes, true, 'a [fail] task completed, or a task failed invalid_input'),
+    figure('tasks with the wrong outcome', wrongOutcomes, true, 'a [fail] task completed, or any task failed invalid_input'),
     figure('cancels answered 200 for a task that did not end cancelled', cancelMismatches, true),
     figure('reads showing a terminal status the task does not have', readMismatches, true),
     figure('ledger mismatches (per task)', taskLedgerMismatches, true, 'one charge of -cost; a refund of +cost iff failed/cancelled'),

@@ -4,7 +4,7 @@
 // is counted; what each client ended up believing is kept for the audit.
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Payer } from './accounts';
-import { FAIL_MARK, FLAKY_MARK } from './inference-stub';
+import { FAIL_MARK, FLAKY_MARK } from './model-server';
 import type { Random } from './random';
 
 export type Operation = 'create' | 'read' | 'cancel';
@@ -14,7 +14,7 @@ export interface Creation {
   seq: number;
   payer: Payer;
   kind: 'image-generation' | 'video-generation';
-  /** What the inference stub will do with it (image tasks are always `ok`: the built-in engine). */
+  /** What the model server will do with it (image tasks are always `ok`: the built-in engine). */
   fate: 'ok' | 'fail' | 'flaky';
   callbackUrl: string | null;
   cancel: boolean;

@@ -15,8 +15,8 @@ import { freePort, testCa, testEnv } from '@taskapi/testing';
 import { createPayers } from './accounts';
 import { audit } from './audit';
 import { Cleanup } from './cleanup';
-import { startInferenceStub } from './inference-stub';
 import { Load, planCreations, type LoadFigures } from './load';
+import { startModelServer } from './model-server';
 import { parseOptions, USAGE, type ChaosOptions } from './options';
 import { startPrivatePostgres } from './private-postgres';
 import { startPrivateRedis } from './private-redis';
@@ -32,6 +32,15 @@ const started = Date.now();
 const elapsed = () => `[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s]`;
 const say = (line: string) => console.log(`${elapsed()} ${line}`);
 
+/** The worker's WORKER_CONCURRENCY (per kind). */
+const WORKER_CONCURRENCY = 4;
+/**
+ * Prediction slots of the model server: twice the one worker's, because predictions a killed
+ * worker left run on (up to 0.8 s: its successor re-attaches to them or collects their result)
+ * while the successor starts new ones, and a 409 would only delay tasks, not test anything.
+ */
+const MODEL_SERVER_CONCURRENCY = 2 * WORKER_CONCURRENCY;
+
 function build(): void {
   const result = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
   if (result.status !== 0) throw new Error('npm run build failed');
@@ -45,9 +54,10 @@ function migrate(databaseUrl: string): void {
 
 /**
  * The services' environment: short timings so the system converges within the run (stalled jobs
- * noticed within ~6 s, sweepers every 2 s, webhook retries within seconds), limits out of the way.
+ * noticed within ~6 s, sweepers every 2 s, webhook retries within seconds), limits out of the way;
+ * videos on the `cog` engine, whose model server posts its webhooks to the API started here.
  */
-function servicesEnv(o: { databaseUrl: string; redisUrl: string; port: number; filesDir: string; inferenceUrl: string }): NodeJS.ProcessEnv {
+function servicesEnv(o: { databaseUrl: string; redisUrl: string; port: number; filesDir: string; modelServerUrl: string }): NodeJS.ProcessEnv {
   return {
     ...process.env,
     ...testEnv({
@@ -65,11 +75,12 @@ function servicesEnv(o: { databaseUrl: string; redisUrl: string; port: number; f
       RATE_LIMIT_TRIAL_PER_MINUTE: '1000000',
       RATE_LIMIT_TRIAL_PER_DAY: '100000000',
       WORKER_KINDS: 'image-generation,video-generation',
-      WORKER_CONCURRENCY: '4',
+      WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
       WORKER_LOCK_DURATION_MS: '3000',
       SWEEPER_INTERVAL_MS: '2000',
-      ENGINE_VIDEO: 'http',
-      HTTP_ENGINE_URL: o.inferenceUrl,
+      ENGINE_VIDEO: 'cog',
+      COG_URL_VIDEO: o.modelServerUrl,
+      COG_WEBHOOK_BASE_URL: `http://127.0.0.1:${o.port}`,
       WEBHOOK_TIMEOUT_MS: '5000',
       WEBHOOK_RETRY_DELAYS_MS: '250,500,1000,2000,4000',
     }),
@@ -120,12 +131,12 @@ async function run(o: ChaosOptions, cleanup: Cleanup, aborted: () => boolean): P
 
   // The throwaway CA the receiver's certificate comes from (made once per process, in its own directory).
   cleanup.add('remove the test CA', () => fs.rmSync(path.dirname(testCa().caFile), { recursive: true, force: true }));
-  const stub = await startInferenceStub();
-  cleanup.add('stop the inference stub', () => stub.close());
+  const modelServer = await startModelServer(MODEL_SERVER_CONCURRENCY);
+  cleanup.add('stop the model server', () => modelServer.close());
   // Its own random stream: the receiver's refusals depend on arrival order, the plan must not.
   const sink = await startWebhookSink(seededRandom(o.seed ^ 0x5eed));
   cleanup.add('stop the webhook receiver', () => sink.close());
-  const env = servicesEnv({ databaseUrl, redisUrl: redis.url, port: await freePort(), filesDir: path.join(runDir, 'files'), inferenceUrl: stub.url });
+  const env = servicesEnv({ databaseUrl, redisUrl: redis.url, port: await freePort(), filesDir: path.join(runDir, 'files'), modelServerUrl: modelServer.url });
   const payers = await createPayers(loadConfig(env), databaseUrl);
 
   const services: SupervisedService[] = (['api', 'worker', 'webhook-dispatcher'] as const).map((name) => supervise(name, env, path.join(logsDir, `${name}.log`)));
