@@ -42,6 +42,7 @@ if (process.argv[2] === 'verify') {
     console.log(`created ${task.public_id}`);
 
     // 2. Wait until it is terminal (long-polls with Prefer: wait=50, under common proxies' 60 s timeout).
+    //    To watch it live instead: for await (const t of api.tasks.events(task.public_id)) console.log(t.status, t.progress);
     const done = await api.tasks.wait(task.public_id, { timeoutMs: 300_000 });
     console.log(`finished ${done.public_id} with status ${done.status}`);
     if (done.status !== 20) throw new Error(`failed: ${done.error_code}: ${done.error_message}`);

@@ -61,6 +61,7 @@ def main() -> None:
     print(f"created {task['public_id']}")
 
     # 2. Wait: each request returns as soon as the task is terminal (20, 30, 40), or after 50 s.
+    #    (To watch its status and progress live instead, read GET /api/tasks/{id}/events: docs/api.md.)
     while task["status"] < 20:
         task, waited = call("GET", f"/api/tasks/{task['public_id']}", headers={"Prefer": "wait=50"})
         if not waited:  # not held (shutting down, too many waits, maintenance): don't spin

@@ -74,6 +74,7 @@ id=$(jq -r .public_id <<< "$task")
 echo "created $id"
 
 # 2. Wait: each request returns as soon as the task is terminal (20, 30, 40), or after 50 s.
+#    (To watch its status and progress live instead: curl -N .../api/tasks/$id/events, see docs/api.md.)
 while [ "$(jq .status <<< "$task")" -lt 20 ]; do
   task=$(poll "$id")
 done

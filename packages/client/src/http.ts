@@ -98,7 +98,8 @@ function parseBody(text: string): unknown {
   }
 }
 
-function errorFrom(res: Response, text: string): TaskApiError {
+/** The `TaskApiError` of an error answer: the API's `message`, or the status when the body has none. */
+export function errorFrom(res: Response, text: string): TaskApiError {
   const body = parseBody(text);
   const message = isRecord(body) && typeof body.message === 'string' ? body.message : `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
   return new TaskApiError(res.status, message, body, res.headers.get('x-request-id'));
@@ -115,17 +116,19 @@ export class HttpClient {
     return url.toString();
   }
 
+  /** The API key and, in Node, the User-Agent, with `accept`. */
+  private authHeaders(accept: string): Record<string, string> {
+    const headers: Record<string, string> = { accept, 'x-api-key': this.options.apiKey };
+    // Only in Node: browsers refuse to set it, and Firefox preflights a request that tries.
+    if (this.userAgent !== undefined) headers['user-agent'] = this.userAgent;
+    return headers;
+  }
+
   async request<T>(spec: RequestSpec): Promise<HttpResponse<T>> {
     const { maxRetries } = this.options;
     // Unauthenticated requests (signed file links, possibly on another origin) carry no header of
     // ours: any non-safelisted header would make a browser send a CORS preflight first.
-    const headers: Record<string, string> = { ...spec.headers };
-    if (spec.auth !== false) {
-      headers.accept = 'application/json';
-      headers['x-api-key'] = this.options.apiKey;
-      // Only in Node: browsers refuse to set it, and Firefox preflights a request that tries.
-      if (this.userAgent !== undefined) headers['user-agent'] = this.userAgent;
-    }
+    const headers: Record<string, string> = { ...spec.headers, ...(spec.auth !== false ? this.authHeaders('application/json') : {}) };
     if (spec.body !== undefined) headers['content-type'] = 'application/json';
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
     const url = this.url(spec.path, spec.query);
@@ -175,6 +178,39 @@ export class HttpClient {
         continue;
       }
       throw error;
+    }
+  }
+
+  /**
+   * Opens a streamed GET (server-sent events): resolves with the response once its status and
+   * headers arrived within the client's `timeoutMs`, whatever the status; its body is the caller's
+   * to read, and `signal` aborts it. Not retried: the caller decides. No answer is thrown as
+   * `TaskApiConnectionError` (`TaskApiTimeoutError` after `timeoutMs`), an abort as the signal's reason.
+   */
+  async openStream(path: string, signal: AbortSignal): Promise<Response> {
+    const url = this.url(path);
+    const { timeoutMs } = this.options;
+    let timedOut = false;
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        controller.abort();
+      },
+      Math.min(timeoutMs, 2 ** 31 - 1),
+    );
+    const onAbort = () => controller.abort(signal.reason);
+    if (signal.aborted) onAbort();
+    // Stays for the body: aborting `signal` closes the connection.
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await this.options.fetch(url, { method: 'GET', headers: this.authHeaders('text/event-stream'), signal: controller.signal, redirect: 'follow' });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (timedOut) throw new TaskApiTimeoutError(`No answer from ${new URL(url).origin} within ${timeoutMs} ms.`, err);
+      throw new TaskApiConnectionError(`Could not reach ${new URL(url).origin}: ${failureReason(err)}`, err);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -1,6 +1,7 @@
 import { TaskApiError, TaskApiTimeoutError, TaskWaitTimeoutError } from './errors';
 import type { CreateTaskInputs, Task, TaskKind, TaskList, TaskStatus } from './generated';
 import { sleep, type HttpClient } from './http';
+import { taskEvents, type EventsOptions } from './task-events';
 
 /** A task of a known kind (what `create(kind, …)` and a filtered `list` give back). */
 export type TaskOf<K extends TaskKind = TaskKind> = Task & { kind: K };
@@ -169,6 +170,20 @@ export class Tasks {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * `GET /api/tasks/{id}/events`: the task as it changes, as an async iterable: the current state
+   * at once, then each status change and progress change (`progress`, at most twice a second),
+   * ending after a terminal task (20, 30, 40):
+   * `for await (const task of api.tasks.events(id)) console.log(task.status, task.progress)`.
+   * A dropped connection is reopened (short backoff, `maxReconnects` times in a row); a 4xx
+   * other than 429 (unknown task, bad key) is thrown as `TaskApiError`; when `signal` aborts, the
+   * connection is closed and the iteration rejects with the signal's reason. Leaving the loop
+   * early (`break`) closes the connection too.
+   */
+  events(id: string, options: EventsOptions = {}): AsyncGenerator<Task, void, undefined> {
+    return taskEvents(this.http, `${taskPath(id)}/events`, options);
   }
 
   /** `GET /api/tasks`: one page, newest first. Most callers want `list()`, which follows the pages. */

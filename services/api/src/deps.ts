@@ -1,4 +1,5 @@
 import type { Config } from '@taskapi/config';
+import { ModelWebhookTokens } from '@taskapi/crypto';
 import { createDatabase, type Database } from '@taskapi/db';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
@@ -14,8 +15,9 @@ import { KeyCache } from './domain/key-cache';
 import { RateLimiter } from './domain/rate-limit';
 import { SessionService } from './domain/sessions';
 import { TaskReader } from './domain/read-task';
+import { DEFAULT_TASK_EVENT_TIMINGS, type TaskEventTimings } from './domain/task-events';
 import { TaskReadCache } from './domain/task-read-cache';
-import { TaskWaiters } from './domain/task-waiters';
+import { MAX_WAITERS, MAX_WAITERS_PER_ACCOUNT, TaskWaiters } from './domain/task-waiters';
 import { ApiKeyVerifier } from './domain/verify-api-key';
 import { createMetrics, type ApiMetrics } from './infra/metrics';
 import { queueSignalReader } from './infra/queue-signals';
@@ -36,6 +38,8 @@ export interface ApiDeps {
   storageReady: () => Promise<void>;
   /** Signs `files[].url` of the task API (FILE_URL_TTL_SECONDS) and checks signed-route links. */
   fileLinks: FileLinks;
+  /** Checks the token in a model server's webhook URL (docs/models.md). */
+  modelWebhookTokens: ModelWebhookTokens;
   /** Commands: rate limits, revocation markers, sessions, login throttle. Fails fast when down. */
   redis: RedisClient;
   /** Dedicated pub/sub connection for key revocations and terminal task events. */
@@ -50,8 +54,10 @@ export interface ApiDeps {
   verifier: ApiKeyVerifier;
   /** `GET /api/tasks/{id}`: cached rows validated by status markers the rate limiter prefetches. */
   taskReader: TaskReader;
-  /** `Prefer: wait` requests, woken by terminal task events on `subscriber`. */
+  /** `Prefer: wait` requests and task event streams, woken by task events on `subscriber`. */
   taskWaiters: TaskWaiters;
+  /** Keep-alive and progress intervals of task event streams (`GET /api/tasks/{publicId}/events`). */
+  taskEventTimings: TaskEventTimings;
   taskCreator: TaskCreator;
   /** Decides which task of a kind runs next (docs/fair-scheduling.md); the console reads an account's load from it. */
   scheduler: TaskScheduler;
@@ -65,7 +71,18 @@ export interface ApiDeps {
   close(): Promise<void>;
 }
 
-export async function createApiDeps(config: Config, logger: Logger, opts: { defaultMetrics?: boolean; store?: FileStore; egressTls?: Pick<TlsOptions, 'ca'> } = {}): Promise<ApiDeps> {
+/** What a process (or a test) may choose besides its configuration. */
+export interface ApiDepsOptions {
+  defaultMetrics?: boolean;
+  store?: FileStore;
+  egressTls?: Pick<TlsOptions, 'ca'>;
+  /** Requests held open on tasks (`Prefer: wait`, event streams): at most this many per process and per account. Defaults: MAX_WAITERS, MAX_WAITERS_PER_ACCOUNT. */
+  heldRequests?: { max?: number; perAccount?: number };
+  /** Event stream timings; defaults: DEFAULT_TASK_EVENT_TIMINGS (tests shorten them). */
+  taskEventTimings?: Partial<TaskEventTimings>;
+}
+
+export async function createApiDeps(config: Config, logger: Logger, opts: ApiDepsOptions = {}): Promise<ApiDeps> {
   const store = opts.store ?? createFileStore(config);
   // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The API
   // still starts (readiness fails, file routes and uploads answer 503) so the rest keeps serving.
@@ -89,7 +106,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
   const repos = createRepositories(db);
   const keyCache = new KeyCache();
   await keyCache.listen(subscriber, logger);
-  const taskWaiters = new TaskWaiters();
+  const taskWaiters = new TaskWaiters(opts.heldRequests?.max ?? MAX_WAITERS, opts.heldRequests?.perAccount ?? MAX_WAITERS_PER_ACCOUNT);
   await taskWaiters.listen(subscriber, logger);
   const verifier = new ApiKeyVerifier(repos.keys, keyCache, logger);
   const taskQueues = createTaskQueues(queueRedis);
@@ -113,6 +130,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     store,
     storageReady: storage.check,
     fileLinks: new FileLinks(store, config.secretsKey, config.fileUrlTtlSeconds, config.publicBaseUrl),
+    modelWebhookTokens: new ModelWebhookTokens(config.secretsKey),
     redis,
     subscriber,
     queueRedis,
@@ -122,12 +140,18 @@ export async function createApiDeps(config: Config, logger: Logger, opts: { defa
     verifier,
     taskReader: new TaskReader(new TaskReadCache(repos.tasks, redis, logger), redis),
     taskWaiters,
+    taskEventTimings: { ...DEFAULT_TASK_EVENT_TIMINGS, ...opts.taskEventTimings },
     taskCreator: new TaskCreator(repos, store, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
     scheduler,
     enqueueTask: (kind, task) => enqueuer.submit(kind, task),
     rateLimiter: new RateLimiter(redis),
     sessions: new SessionService(config.jwtSecret, redis),
-    metrics: createMetrics({ ...opts, queueSignals: queueSignalReader(queueRedis, taskQueues.queues, scheduler, logger) }),
+    metrics: createMetrics({
+      ...opts,
+      queueSignals: queueSignalReader(queueRedis, taskQueues.queues, scheduler, logger),
+      // The checks of GET /readyz (routes/ops/readiness.ts), as gauges at every scrape.
+      readinessChecks: { database: () => repos.ping(), redis: () => redis.ping(), storage: storage.check },
+    }),
     lifecycle: { draining: false },
     async close() {
       taskWaiters.close();

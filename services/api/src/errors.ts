@@ -61,6 +61,10 @@ export const API_ERRORS = {
   IDEMPOTENCY_KEY_REUSED: fixed(409, 'This Idempotency-Key was already used with a different request.'),
   INVALID_IDEMPOTENCY_KEY: invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
   UNKNOWN_CURSOR: invalid('cursor', 'cursor is not a position in this list; use next_cursor from a previous page.'),
+  /** The account holds its limit of open task requests (event streams and `Prefer: wait`) on this server. */
+  TOO_MANY_TASK_STREAMS: { ...fixed(429, 'Too many open task event streams and waiting requests for this account. Close one and retry.', true), retryAfter: 1 },
+  /** This server holds its limit of open task requests, or is shutting down: another replica can take the stream. */
+  TASK_STREAMS_UNAVAILABLE: { ...fixed(503, 'This server cannot open a task event stream right now. Please retry shortly.', true), retryAfter: 1 },
 
   // Keys, grants and webhook deliveries (console).
   KEY_NOT_FOUND: fixed(404, 'API key not found.'),

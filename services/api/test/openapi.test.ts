@@ -24,6 +24,8 @@ const UNDOCUMENTED_ROUTES = [
   'GET /app/tasks/:publicId',
   'GET /app/api-keys',
   'GET /app/webhook',
+  // Where Cog model servers post prediction updates (docs/models.md): internal, token-authenticated.
+  'POST /internal/model-webhooks/:predictionId/:token',
 ];
 
 const openApiDocument = new OpenApiDocument(REGISTRY).document() as any;

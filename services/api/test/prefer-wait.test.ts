@@ -136,7 +136,7 @@ describe('Prefer: wait (long-poll on terminal task events)', () => {
     };
     const started = Date.now();
     const outcome = await waitForTask({ taskReader: reader as never, taskWaiters: api.deps.taskWaiters }, account.id, id, 30, () => undefined);
-    expect(outcome.row?.status).toBe(20);
+    expect(outcome.task?.row.status).toBe(20);
     expect(outcome.applied).toBe(true);
     expect(Date.now() - started).toBeLessThan(10_000);
   });

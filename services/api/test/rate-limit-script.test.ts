@@ -77,8 +77,20 @@ describe('the rate-limit script', () => {
     await redis.set(`task:{${accountId}}:b`, '20');
     // The first request goes alone, the rest together (one of them twice: read once, answered to both).
     const keys = [`task:{${accountId}}:b`, `task:{${accountId}}:a`, undefined, `task:{${accountId}}:missing`, `task:{${accountId}}:b`, `task:{${accountId}}:a`];
-    const outcomes = await Promise.all(keys.map((k) => limiter.consume(accountId, keyId, POLICY, k)));
-    expect(outcomes.map((o) => (o.kind === 'accepted' ? o.prefetched : 'refused'))).toEqual(['20', '10', null, null, '20', '10']);
+    const outcomes = await Promise.all(keys.map((k) => limiter.consume(accountId, keyId, POLICY, k === undefined ? undefined : [k])));
+    expect(outcomes.map((o) => (o.kind === 'accepted' ? o.prefetched : 'refused'))).toEqual([['20'], ['10'], [], [null], ['20'], ['10']]);
+  });
+
+  it('reads several prefetch keys of one request in order', async () => {
+    const { accountId, keyId } = ids();
+    await redis.set(`task:{${accountId}}:m`, '10');
+    await redis.set(`task:{${accountId}}:p`, '0.5');
+    const [both, reversed] = await Promise.all([
+      limiter.consume(accountId, keyId, POLICY, [`task:{${accountId}}:m`, `task:{${accountId}}:p`]),
+      limiter.consume(accountId, keyId, POLICY, [`task:{${accountId}}:p`, `task:{${accountId}}:none`, `task:{${accountId}}:m`]),
+    ]);
+    expect(both.kind === 'accepted' && both.prefetched).toEqual(['10', '0.5']);
+    expect(reversed.kind === 'accepted' && reversed.prefetched).toEqual(['0.5', null, '10']);
   });
 
   it('refuses the requests that wait behind a call in flight once the key is revoked meanwhile', async () => {

@@ -25,6 +25,7 @@ const TASK_FIELDS = [
   'result',
   'files',
   'files_expired_at',
+  'progress',
 ].sort();
 
 describe('tasks API', () => {

@@ -10,16 +10,26 @@ export interface Seen {
   at: number;
 }
 
-/** What the server does with a request: answer, drop the connection, never answer, or send headers and half a body. */
+/**
+ * What the server does with a request: answer, drop the connection, never answer, send headers and
+ * half a body, or stream server-sent events (`sse`: the chunks, written one by one) and then end the
+ * body, keep it open, or drop the connection.
+ */
 export type Act =
   | { status: number; json?: unknown; text?: string; bytes?: Buffer; headers?: Record<string, string> }
+  | { sse: string[]; then: 'end' | 'hang' | 'reset' }
   | 'reset'
   | 'hang'
   | 'partial';
 
+/** One `event: task` as the API sends it. */
+export const taskEvent = (task: Record<string, unknown>) => `event: task\ndata: ${JSON.stringify(task)}\n\n`;
+
 export interface ScriptedServer {
   url: string;
   seen: Seen[];
+  /** Requests whose connection the client closed before the server ended the answer. */
+  closedByClient: number;
   /** The next answers, in order; when used up, `fallback` answers. */
   script(...acts: Act[]): void;
   fallback: (req: Seen) => Act;
@@ -34,6 +44,7 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
   const state: ScriptedServer = {
     url: '',
     seen,
+    closedByClient: 0,
     script: (...acts) => void queue.push(...acts),
     fallback: () => ({ status: 404, json: { message: 'Task not found.' } }),
     close: async () => {
@@ -55,6 +66,19 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': '1000' });
         res.write(Buffer.alloc(10));
         return void hanging.add(res);
+      }
+      if ('sse' in act) {
+        res.on('close', () => {
+          if (!res.writableFinished) state.closedByClient++;
+        });
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'x-request-id': `req_test${seen.length}` });
+        // Dropped once the last chunk is on its way.
+        const last = act.then === 'reset' ? () => req.socket.destroy() : undefined;
+        act.sse.forEach((chunk, i) => res.write(chunk, i === act.sse.length - 1 ? last : undefined));
+        if (act.then === 'end') res.end();
+        else if (act.then === 'hang') hanging.add(res);
+        else if (act.sse.length === 0) req.socket.destroy();
+        return;
       }
       const headers: Record<string, string> = { 'x-request-id': `req_test${seen.length}`, ...act.headers };
       if (act.json !== undefined) headers['content-type'] = 'application/json';

@@ -133,6 +133,7 @@ export class TaskCreator {
         status: TaskStatus.queued,
         error_code: null,
         error_message: null,
+        progress: null,
         input: task.inputText,
         payload: task.payloadText,
         callback_url: task.callbackUrl,

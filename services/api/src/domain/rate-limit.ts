@@ -13,7 +13,7 @@ import { revokedMarkerKey } from './key-revocation';
 // replicas of both count together during a rolling upgrade.
 // A revoked key's marker refuses the whole batch before anything is counted; rejected requests add
 // nothing. The same call reads the keys the requests ask for (a read of one task prefetches its
-// status marker, see domain/read-task.ts), so no request needs a second round trip.
+// status marker and its progress, see domain/read-task.ts), so no request needs a second round trip.
 // All keys carry the account's hash tag, so the script touches one Redis Cluster slot.
 //
 // KEYS: 1 minute zset, 2 day hash, 3 revocation marker, 4.. the keys to prefetch (each once,
@@ -150,7 +150,7 @@ return out
 const MAX_BATCH = 100;
 
 export type RateLimitOutcome =
-  | { kind: 'accepted'; state: WindowState; /** The value at the prefetch key, or null when absent. */ prefetched: string | null }
+  | { kind: 'accepted'; state: WindowState; /** The value at each prefetch key, in order (null when absent); empty when none was asked. */ prefetched: Array<string | null> }
   | { kind: 'limited'; window: 'minute' | 'day'; limit: number; retryAfter: number; state: WindowState }
   | { kind: 'revoked' };
 
@@ -164,7 +164,7 @@ interface Pending {
   accountId: string;
   keyId: string;
   policy: RateLimitPolicy;
-  prefetchKey: string | undefined;
+  prefetchKeys: readonly string[] | undefined;
 }
 
 type RateLimitRedis = RedisClient & {
@@ -221,23 +221,24 @@ export class RateLimiter {
   }
 
   /**
-   * Counts one request for the key if both windows allow it, and reads `prefetchKey` (a key with
-   * the account's hash tag) when given. Redis unavailable → 503.
+   * Counts one request for the key if both windows allow it, and reads `prefetchKeys` (a few keys
+   * with the account's hash tag) when given. Redis unavailable → 503.
    */
-  consume(accountId: string, keyId: string, policy: RateLimitPolicy, prefetchKey?: string): Promise<RateLimitOutcome> {
+  consume(accountId: string, keyId: string, policy: RateLimitPolicy, prefetchKeys?: readonly string[]): Promise<RateLimitOutcome> {
     // The policy is part of the batch's identity: every request of a batch is decided under one.
-    return this.batcher.submit(`${accountId} ${keyId} ${policy.perMinute} ${policy.perDay}`, { accountId, keyId, policy, prefetchKey });
+    return this.batcher.submit(`${accountId} ${keyId} ${policy.perMinute} ${policy.perDay}`, { accountId, keyId, policy, prefetchKeys });
   }
 
   private async decide(batch: Pending[]): Promise<RateLimitOutcome[]> {
     const { accountId, keyId, policy } = batch[0] as Pending;
     const keys = [...rateLimitKeys(accountId, keyId), revokedMarkerKey(accountId, keyId)];
-    // Each key once: a crowd polling one task asks for its marker once.
+    // Each key once: a crowd polling one task asks for its marker and progress once.
     const prefetchAt = new Map<string, number>();
     for (const p of batch) {
-      if (p.prefetchKey !== undefined && !prefetchAt.has(p.prefetchKey)) {
-        prefetchAt.set(p.prefetchKey, prefetchAt.size);
-        keys.push(p.prefetchKey);
+      for (const key of p.prefetchKeys ?? []) {
+        if (prefetchAt.has(key)) continue;
+        prefetchAt.set(key, prefetchAt.size);
+        keys.push(key);
       }
     }
     let r: Array<number | string | null>;
@@ -254,8 +255,8 @@ export class RateLimiter {
           minute: { remaining: policy.perMinute - reply.minuteCount - i - 1, reset: reply.minuteReset },
           day: { remaining: policy.perDay - reply.dayCount - i - 1, reset: reply.dayReset },
         };
-        const at = p.prefetchKey === undefined ? undefined : prefetchAt.get(p.prefetchKey);
-        return { kind: 'accepted', state, prefetched: at === undefined ? null : (reply.prefetched[at] ?? null) };
+        const prefetched = (p.prefetchKeys ?? []).map((key) => reply.prefetched[prefetchAt.get(key)!] ?? null);
+        return { kind: 'accepted', state, prefetched };
       }
       const window = reply.limitedWindow === 2 ? 'day' : 'minute';
       const state: WindowState = {

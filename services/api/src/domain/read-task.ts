@@ -1,17 +1,27 @@
-import { taskStatusMarkerKey } from '@taskapi/domain';
+import { TaskStatus, taskProgressKey, taskStatusMarkerKey } from '@taskapi/domain';
 import type { RedisClient } from '@taskapi/service';
 import type { KeyPrincipal } from './principal';
 import type { TaskReadCache } from './task-read-cache';
-import type { TaskRow } from './task-view';
+import { taskProgress, type TaskRow } from './task-view';
 
-/** `GET /api/tasks/{publicId}` and its files: the reads integrators poll. */
-const TASK_READ_PATH = /^\/api\/tasks\/(task_[A-Za-z0-9]{22})(?:\/|$)/;
+/** `GET /api/tasks/{publicId}` and its files: the reads integrators poll (`rest` is what follows the id). */
+const TASK_READ_PATH = /^\/api\/tasks\/(task_[A-Za-z0-9]{22})(\/files\/.*|\/?)$/;
+
+/** A task as the API shows it: its row and its `progress` (see `taskProgress`). */
+export interface TaskSnapshot {
+  row: TaskRow;
+  progress: number | null;
+}
+
+/** Values the rate limiter read at `prefetchKeys`, in that order (null: absent). */
+export type Prefetched = ReadonlyArray<string | null>;
 
 /**
  * The read path of `GET /api/tasks/{publicId}`, in one place. Clients poll it, so a read is served
  * from an in-process cache whenever the task's status marker in Redis says the cached row is
- * current. The marker costs no extra round trip: the rate limiter reads it in the same script call
- * (`prefetchKey` tells the limiter which key to read; `read` gets what it returned).
+ * current. The marker, and the progress of a running task, cost no extra round trip: the rate
+ * limiter reads them in the same script call (`prefetchKeys` tells the limiter which keys to
+ * read; `read` gets what it returned).
  */
 export class TaskReader {
   /** Reads of the current state in flight, by task: a crowd of woken waiters shares one. */
@@ -19,43 +29,75 @@ export class TaskReader {
 
   constructor(
     private readonly cache: TaskReadCache,
-    private readonly redis: Pick<RedisClient, 'get'>,
+    private readonly redis: Pick<RedisClient, 'get' | 'mget'>,
   ) {}
 
-  /** The Redis key to read along with the rate limit of this request, if it reads one task. */
-  prefetchKey(method: string, path: string, accountId: string): string | undefined {
-    if (method !== 'GET') return undefined;
-    const publicId = TASK_READ_PATH.exec(path)?.[1];
-    return publicId ? taskStatusMarkerKey(accountId, publicId) : undefined;
+  /**
+   * The Redis keys to read along with the rate limit of this request, if it reads one task: its
+   * status marker and its progress (a file needs only the marker). All carry the account's hash
+   * tag, as the limiter's own keys.
+   */
+  prefetchKeys(method: string, path: string, accountId: string): readonly string[] | undefined {
+    if (method !== 'GET' && method !== 'HEAD') return undefined;
+    const match = TASK_READ_PATH.exec(path);
+    if (!match) return undefined;
+    const publicId = match[1]!;
+    const marker = taskStatusMarkerKey(accountId, publicId);
+    return match[2]!.startsWith('/files/') ? [marker] : [marker, taskProgressKey(accountId, publicId)];
   }
 
   /**
    * The caller's task, or null (unknown, or another account's: indistinguishable on purpose).
-   * @param prefetched the value the limiter read at `prefetchKey` (null: no marker).
+   * @param prefetched what the limiter read at `prefetchKeys`: the marker, then the progress.
    */
-  read(principal: KeyPrincipal, publicId: string, prefetched: string | null | undefined): Promise<TaskRow | null> {
-    const marker = prefetched === null || prefetched === undefined ? null : Number(prefetched);
-    return this.cache.get(principal.accountId, publicId, marker);
+  async read(principal: KeyPrincipal, publicId: string, prefetched: Prefetched | undefined): Promise<TaskSnapshot | null> {
+    const row = await this.cache.get(principal.accountId, publicId, markerStatus(prefetched?.[0]));
+    return row && { row, progress: taskProgress(row, prefetched?.[1]) };
   }
 
   /**
-   * The caller's task as it is now: its status marker fetched afresh (not the one the limiter read
-   * earlier), then the cache or PostgreSQL. Used by `Prefer: wait`, after the waiter is registered.
+   * The caller's task as it is now: its status marker and progress fetched afresh (not what the
+   * limiter read earlier), then the cache or PostgreSQL. Used by `Prefer: wait` and event streams,
+   * after they started listening for the task's events.
    */
-  async readCurrent(accountId: string, publicId: string): Promise<TaskRow | null> {
-    const value = await this.redis.get(taskStatusMarkerKey(accountId, publicId));
-    const marker = value === null ? null : Number(value);
+  async readCurrent(accountId: string, publicId: string): Promise<TaskSnapshot | null> {
+    // One slot on Redis Cluster: both keys carry the account's hash tag.
+    const [markerValue, progressValue] = await this.redis.mget(taskStatusMarkerKey(accountId, publicId), taskProgressKey(accountId, publicId));
+    const marker = markerStatus(markerValue);
     // Shared only between reads that saw the same marker, so none gets a state older than its own.
     const key = `${accountId} ${publicId} ${marker}`;
-    const pending = this.inFlight.get(key);
-    if (pending) return pending;
-    const read = this.cache.get(accountId, publicId, marker).finally(() => this.inFlight.delete(key));
-    this.inFlight.set(key, read);
-    return read;
+    let read = this.inFlight.get(key);
+    if (!read) {
+      read = this.cache.get(accountId, publicId, marker).finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, read);
+    }
+    const row = await read;
+    return row && { row, progress: taskProgress(row, progressValue) };
+  }
+
+  /** The progress of a task known to be running, from its Redis key alone (no row is read). */
+  async readProgress(accountId: string, row: TaskRow): Promise<number | null> {
+    return taskProgress(row, await this.redis.get(taskProgressKey(accountId, row.public_id)));
+  }
+
+  /**
+   * The snapshots of a page of the account's tasks: one MGET for the progress of the running ones,
+   * none when no task of the page runs.
+   */
+  async withProgress(accountId: string, rows: readonly TaskRow[]): Promise<TaskSnapshot[]> {
+    const running = rows.filter((r) => r.status === TaskStatus.processing);
+    const values = running.length === 0 ? [] : await this.redis.mget(...running.map((r) => taskProgressKey(accountId, r.public_id)));
+    const byId = new Map(running.map((r, i) => [r.public_id, values[i]]));
+    return rows.map((row) => ({ row, progress: taskProgress(row, byId.get(row.public_id)) }));
   }
 
   /** Keeps a row this process just wrote (a cancellation). */
   remember(accountId: string, row: TaskRow): void {
     this.cache.put(accountId, row);
   }
+}
+
+/** A status marker's value as a status; null when there is none. */
+function markerStatus(value: string | null | undefined): number | null {
+  return value === null || value === undefined ? null : Number(value);
 }

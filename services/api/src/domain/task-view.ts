@@ -1,3 +1,4 @@
+import { parseProgress, TaskStatus } from '@taskapi/domain';
 import type { TaskRow } from '../repositories/tasks';
 import { taskFiles, type FileUrlOf } from './task-files';
 
@@ -21,13 +22,39 @@ export const routeFileUrls =
     fileUrl(base, publicId, file.name, filesRoot);
 
 /**
- * The public task JSON. Built as text so that `payload` (and `input`/`result`) are emitted exactly
- * as stored, never re-serialized.
+ * The task's `progress` as the task JSON shows it: null while queued, the running value (from its
+ * Redis key, see `TaskReader`) while processing, 1 once completed (tasks that completed before
+ * the column existed included), and the kept value of a failed or cancelled one.
+ * @param running the stored value of the task's progress key (only read for a processing task)
  */
-export function renderTask(row: TaskRow, urlOf: FileUrlOf): string {
+export function taskProgress(row: TaskRow, running: string | null | undefined): number | null {
+  switch (row.status) {
+    case TaskStatus.queued:
+      return null;
+    case TaskStatus.processing:
+      return parseProgress(running);
+    case TaskStatus.completed:
+      return 1;
+    default:
+      // Stored two-decimal values, rounded again only to drop float4 noise.
+      return row.progress === null ? null : Math.round(row.progress * 100) / 100;
+  }
+}
+
+/**
+ * The public task JSON. Built as text so that `payload` (and `input`/`result`) are emitted exactly
+ * as stored, never re-serialized. `progress` (see `taskProgress`) is the last member.
+ */
+export function renderTask(row: TaskRow, urlOf: FileUrlOf, progress: number | null): string {
+  return `${renderedRow(row, urlOf)},"progress":${progress === null ? 'null' : progress}}`;
+}
+
+/** Everything of the task JSON but `progress` and the closing brace: all of it comes from the row. */
+function renderedRow(row: TaskRow, urlOf: FileUrlOf): string {
   // A row without files renders the same every time (its file URLs are what expire): clients poll
   // queued and running tasks, which are served from the read cache as the same row object. Only
-  // short texts are kept, so a cached row with a large payload is not held twice.
+  // short texts are kept, so a cached row with a large payload is not held twice. A running
+  // task's progress changes without its row: it is never part of the kept text.
   if (row.files !== '[]') return render(row, urlOf);
   const kept = renderedWithoutFiles.get(row);
   if (kept !== undefined) return kept;
@@ -62,6 +89,6 @@ function render(row: TaskRow, urlOf: FileUrlOf): string {
     `,"finished_at":${iso(row.finished_at)}` +
     `,"result":${row.result ?? 'null'}` +
     `,"files":${JSON.stringify(files)}` +
-    `,"files_expired_at":${iso(row.files_expired_at)}}`
+    `,"files_expired_at":${iso(row.files_expired_at)}`
   );
 }

@@ -1,6 +1,5 @@
 import { isTerminalStatus } from '@taskapi/domain';
-import type { TaskReader } from './read-task';
-import type { TaskRow } from './task-view';
+import type { TaskReader, TaskSnapshot } from './read-task';
 import type { TaskWaiters } from './task-waiters';
 
 export interface WaitDeps {
@@ -9,7 +8,8 @@ export interface WaitDeps {
 }
 
 export interface WaitOutcome {
-  row: TaskRow | null;
+  /** The task as it is when the wait ends; null when it is unknown (or another account's). */
+  task: TaskSnapshot | null;
   /** False when the process could not wait (the caller omits `Preference-Applied`). */
   applied: boolean;
   /** The client disconnected: nothing should be sent. */
@@ -36,7 +36,7 @@ export async function waitForTask(
   const read = () => deps.taskReader.readCurrent(accountId, publicId);
   const deadline = Date.now() + seconds * 1000;
   let waiter = deps.taskWaiters.register(accountId, publicId, seconds * 1000);
-  if (!waiter) return { row: await read(), applied: false, gone: false };
+  if (!waiter) return { task: await read(), applied: false, gone: false };
   let gone = false;
   onGone(() => {
     gone = true;
@@ -44,17 +44,17 @@ export async function waitForTask(
   });
   try {
     for (;;) {
-      const row = await read();
-      if (!row || isTerminalStatus(row.status)) return { row, applied: true, gone: false };
+      const task = await read();
+      if (!task || isTerminalStatus(task.row.status)) return { task, applied: true, gone: false };
       const reason = await waiter.woken;
-      if (reason === 'gone' || gone) return { row, applied: true, gone: true };
-      if (reason === 'released') return { row: await read(), applied: false, gone: false };
-      if (reason !== 'recheck') return { row: await read(), applied: true, gone: false };
+      if (reason === 'gone' || gone) return { task, applied: true, gone: true };
+      if (reason === 'released') return { task: await read(), applied: false, gone: false };
+      if (reason !== 'recheck') return { task: await read(), applied: true, gone: false };
       const left = deadline - Date.now();
       const again = left > 0 ? deps.taskWaiters.register(accountId, publicId, left) : null;
-      if (!again) return { row: await read(), applied: left <= 0, gone: false };
+      if (!again) return { task: await read(), applied: left <= 0, gone: false };
       waiter = again;
-      if (gone) return { row: null, applied: true, gone: true };
+      if (gone) return { task: null, applied: true, gone: true };
     }
   } finally {
     waiter.end();

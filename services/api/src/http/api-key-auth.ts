@@ -37,8 +37,8 @@ export function apiKeyAuth(deps: {
 
     const policy = config.rateLimits[key.type];
     // Whatever the read path wants from Redis comes back with the rate limit, in one round trip.
-    const prefetchKey = taskReader.prefetchKey(req.method, req.baseUrl + req.path, key.accountId);
-    const outcome = await rateLimiter.consume(key.accountId, key.id, policy, prefetchKey);
+    const prefetchKeys = taskReader.prefetchKeys(req.method, req.baseUrl + req.path, key.accountId);
+    const outcome = await rateLimiter.consume(key.accountId, key.id, policy, prefetchKeys);
     if (outcome.kind === 'revoked') {
       // Revoked on another replica a moment ago; its pub/sub message has not arrived here yet.
       verifier.evict(parsed.hash);

@@ -1,5 +1,6 @@
 import type { Response } from 'express';
 import type { KeyPrincipal, SessionPrincipal } from '../domain/principal';
+import type { Prefetched } from '../domain/read-task';
 
 export type { KeyPrincipal, SessionPrincipal };
 
@@ -13,7 +14,7 @@ export interface RequestLocals {
   session?: SessionPrincipal;
   publicId?: string;
   /** What the rate limiter read for the route along with the limit (domain/read-task.ts). */
-  prefetched?: string | null;
+  prefetched?: Prefetched;
   /** The raw JSON body text (task creation only), for echoing `payload` unchanged. */
   rawBody?: string;
 }

@@ -6,6 +6,7 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { ApiDeps } from '../deps';
 import type { KeyPrincipal, SessionPrincipal } from '../domain/principal';
+import type { Prefetched } from '../domain/read-task';
 import type { ErrorCode, FixedCode } from '../errors';
 import type { ResponseHeader } from '../schemas/response-headers';
 
@@ -67,7 +68,7 @@ export interface RouteContext<A extends Auth> {
   deps: ApiDeps;
   principal: PrincipalOf<A>;
   /** What the rate limiter read along with the limit, when the route's read path asked (domain/read-task.ts). */
-  prefetched: string | null | undefined;
+  prefetched: Prefetched | undefined;
   req: Request;
   res: Response;
 }

@@ -1,5 +1,6 @@
 // What the document says about error codes beyond their message (src/errors.ts): sample fields for
 // the examples, and when each code is answered.
+import { MAX_WAITERS, MAX_WAITERS_PER_ACCOUNT } from '../domain/task-waiters';
 import { API_ERRORS, type ErrorCode } from '../errors';
 
 interface ExampleFields {
@@ -36,6 +37,10 @@ export const ERROR_RESPONSE_NOTES: Partial<Record<ErrorCode, string>> = {
   UNSUPPORTED_ENCODING: 'An unsupported `Content-Encoding` (gzip, deflate and br are accepted) or a charset that is not UTF-8/16/32.',
   CONTENT_TYPE_NOT_JSON: 'A body was sent with a Content-Type other than `application/json`.',
   FILE_LINK_INVALID: 'A signed file link whose `signature` does not match its task, file name and `expires`, or whose `expires` has passed.',
+  TOO_MANY_TASK_STREAMS:
+    `The account already holds ${MAX_WAITERS_PER_ACCOUNT.toLocaleString('en-US')} open requests on tasks (event streams and \`Prefer: wait\`) ` +
+    'on the server that took this one: close one, then retry. `Retry-After: 1`.',
+  TASK_STREAMS_UNAVAILABLE: `The server holds its limit of open requests on tasks (${MAX_WAITERS.toLocaleString('en-US')}), or is shutting down; another replica takes the retry. \`Retry-After: 1\`.`,
   INTERNAL: 'Unexpected error, logged with the request id.',
   SERVICE_UNAVAILABLE: 'PostgreSQL or Redis is unreachable (or, for file downloads and uploaded images, the file store). Never an open door: key and session checks fail closed. `Retry-After: 1`.',
 };

@@ -24,15 +24,18 @@ const queuedImage = {
   result: null,
   files: [],
   files_expired_at: null,
+  progress: null,
 };
 
+const runningImage = { ...queuedImage, status: 10, started_at: '2026-01-01T00:00:00.412Z', progress: 0.42 };
+
 const completedImage = {
-  ...queuedImage,
+  ...runningImage,
   status: 20,
-  started_at: '2026-01-01T00:00:00.412Z',
   finished_at: '2026-01-01T00:00:01.274Z',
   result: { width: 512, height: 512 },
   files: [{ name: 'image.png', content_type: 'image/png', size: 48213, url: `https://api.example.com/api/files/${TASK_ID}/image.png?${SIGNED}` }],
+  progress: 1,
 };
 
 const queuedVideo = {
@@ -50,6 +53,7 @@ const failedVideo = {
   error_message: 'The engine failed to process the task.',
   started_at: '2026-01-01T00:00:00.380Z',
   finished_at: '2026-01-01T00:00:02.915Z',
+  progress: 0.35,
 };
 
 const completedFaces = {
@@ -64,6 +68,7 @@ const completedFaces = {
   started_at: '2026-01-01T00:00:00.120Z',
   finished_at: '2026-01-01T00:00:00.655Z',
   result: { face_coordinates: [{ x: 120, y: 64, width: 88, height: 96, score: 0.97 }] },
+  progress: 1,
 };
 
 const cancelledImage = { ...queuedImage, status: 40, finished_at: '2026-01-01T00:00:00.250Z' };
@@ -77,7 +82,22 @@ const getTask: Examples = {
   completed: { summary: 'Image generation completed, with its signed file link', value: completedImage },
   failed: { summary: 'Video generation failed (credits refunded)', value: failedVideo },
   faces: { summary: 'Face detection completed', value: completedFaces },
+  running: { summary: 'Processing: the progress the engine reported', value: runningImage },
   queued: { summary: 'Still queued (or a `Prefer: wait=N` that ran out first)', value: queuedImage },
+};
+
+/** Server-sent events as they arrive: one `event: task` per change, a keep-alive comment between. */
+const event = (task: unknown) => `event: task\ndata: ${JSON.stringify(task)}\n\n`;
+const taskEvents: Examples = {
+  completed: {
+    summary: 'Queued, running, progress, completed; then the server closes the stream',
+    value:
+      event(queuedImage) +
+      event({ ...runningImage, progress: null }) +
+      event({ ...runningImage, progress: 0.5 }) +
+      ': keep-alive\n\n' +
+      event(completedImage),
+  },
 };
 
 const taskList = (next: string | null): Examples => ({
@@ -196,9 +216,10 @@ const usage = {
 export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
   createVideoTask: { 201: taskExamples(queuedVideo, failedVideo) },
   createImageTask: { 201: taskExamples(queuedImage, completedImage) },
-  createFaceDetectionTask: { 201: taskExamples({ ...completedFaces, status: 0, started_at: null, finished_at: null, result: null }, completedFaces) },
+  createFaceDetectionTask: { 201: taskExamples({ ...completedFaces, status: 0, started_at: null, finished_at: null, result: null, progress: null }, completedFaces) },
   listTasks: { 200: taskList('task_8Ws2Ed4Rf6Tg8Yh1Uj3Ik5') },
   getTask: { 200: getTask },
+  getTaskEvents: { 200: taskEvents },
   cancelTask: { 200: { cancelled: { summary: 'Cancelled (status 40, cost refunded)', value: cancelledImage } } },
   health: { 200: { ok: { value: { status: 'ok' } } } },
   metrics: { 200: { sample: { summary: 'An excerpt', value: METRICS_SAMPLE } } },
@@ -217,6 +238,7 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
   revealApiKey: { 200: { revealed: { value: { plaintext_key: 'sk-live-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90' } } } },
   listConsoleTasks: { 200: taskList(null) },
   getConsoleTask: { 200: getTask },
+  getConsoleTaskEvents: { 200: taskEvents },
   getConsoleConcurrency: {
     200: {
       at_cap: { summary: 'At the cap: 12 tasks wait for a running one to end', value: { running: 10, max_running: 10, waiting: 12, held_by_cap: 12 } },

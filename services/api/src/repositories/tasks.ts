@@ -8,7 +8,7 @@ import { IdempotencyRepository } from './idempotency';
 import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from '@taskapi/db';
 
 const TASK_COLUMNS = `id, public_id, kind, status, error_code, error_message, input::text AS input, payload::text AS payload,
-  callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files, files_expired_at`;
+  callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files, files_expired_at, progress`;
 
 const taskRow = z.object({
   /** Internal id (int8, so a string): ordering and foreign keys, never shown to customers. */
@@ -32,6 +32,12 @@ const taskRow = z.object({
   files: z.string(),
   /** When the retention job deleted the task's files (`files` is then `[]`); null until then. */
   files_expired_at: z.date().nullable(),
+  /**
+   * Written once, by the terminal transition: 1 when completed, the last reported value (or null)
+   * when failed or cancelled. Null while the task runs (its progress is in Redis then) and on
+   * tasks that ended before the column existed.
+   */
+  progress: z.number().nullable(),
 });
 
 /** A task as the repository reads it (`TASK_COLUMNS`). */

@@ -47,7 +47,8 @@ function quickstartHtml(publicBaseUrl: string, snippets: ReadonlyMap<string, str
     <li><strong>Create a task</strong>: <code>POST /api/tasks/image-generation</code> with an <code>Idempotency-Key</code>, so a retried
       request never creates or charges twice.</li>
     <li><strong>Wait</strong> with <code>Prefer: wait=50</code> (the answer comes as soon as the task finishes; 50 s stays under
-      the 60 s idle timeout of common proxies), or give a <code>callback_url</code> and receive a webhook.</li>
+      the 60 s idle timeout of common proxies), or give a <code>callback_url</code> and receive a webhook. To show its progress
+      while it runs, follow <code>GET /api/tasks/{id}/events</code> (server-sent events; the SDK's <code>tasks.events(id)</code>).</li>
     <li><strong>Verify the webhook</strong>: <code>X-Signature</code> is the HMAC-SHA256 (lowercase hex) of the exact raw body bytes,
       keyed with your whole <code>whsec_…</code> secret. It does not sign a time: to refuse replays, check the Standard Webhooks
       headers too (<code>webhook-signature</code> signs <code>webhook-timestamp</code>), as the SDK does with

@@ -12,6 +12,7 @@ import { loginRoute } from './auth/login';
 import { logoutRoute } from './auth/logout';
 import { getConsoleConcurrencyRoute } from './console-tasks/get-console-concurrency';
 import { getConsoleTaskRoute } from './console-tasks/get-console-task';
+import { getConsoleTaskEventsRoute } from './console-tasks/get-console-task-events';
 import { getConsoleTaskFileRoute } from './console-tasks/get-console-task-file';
 import { getConsoleTaskInputRoute } from './console-tasks/get-console-task-input';
 import { getConsoleUsageRoute } from './console-tasks/get-console-usage';
@@ -31,6 +32,7 @@ import { getTaskRoute } from './tasks/get-task';
 import { getSignedTaskFileRoute } from './tasks/get-signed-task-file';
 import { getTaskFileRoute } from './tasks/get-task-file';
 import { listTasksRoute } from './tasks/list-tasks';
+import { taskEventsRoute } from './tasks/task-events';
 import { listDeliveriesRoute } from './webhook-deliveries/list-deliveries';
 import { resendDeliveryRoute } from './webhook-deliveries/resend-delivery';
 import { sendTestWebhookRoute } from './webhook-deliveries/send-test-webhook';
@@ -41,6 +43,7 @@ export const ROUTES: readonly Route[] = [
   listTasksRoute,
   getTaskRoute,
   cancelTaskRoute,
+  taskEventsRoute,
   getTaskFileRoute,
   getSignedTaskFileRoute,
   healthRoute,
@@ -57,6 +60,7 @@ export const ROUTES: readonly Route[] = [
   revealKeyRoute,
   listConsoleTasksRoute,
   getConsoleTaskRoute,
+  getConsoleTaskEventsRoute,
   getConsoleTaskFileRoute,
   getConsoleTaskInputRoute,
   getConsoleUsageRoute,

@@ -86,6 +86,15 @@ export const RESPONSE_HEADERS = {
     description: 'Files never change once written.',
     schema: { type: 'string', example: 'private, max-age=86400, immutable' },
   },
+  'Cache-Control-Stream': {
+    name: 'Cache-Control',
+    description: 'An event stream is never cached.',
+    schema: { type: 'string', example: 'no-cache' },
+  },
+  'X-Accel-Buffering': {
+    description: 'Tells nginx (and proxies that honour it) not to buffer the stream, so each event goes out as it is sent.',
+    schema: { type: 'string', example: 'no' },
+  },
 } satisfies Record<string, HeaderObject>;
 
 export type ResponseHeader = keyof typeof RESPONSE_HEADERS;

@@ -99,13 +99,26 @@ export const taskSchema = z
           'The engine result once completed, else `null`. Built-in engines: face detection `{"face_coordinates": [...]}`; ' +
           'image generation `{"width","height"}` with file `image.png`; video generation ' +
           '`{"width","height","duration_seconds","frames","fps","format"}` with file `video.mp4` (H.264) or, on a worker ' +
-          'without ffmpeg, `video.gif` (an animated GIF). With the `http` engine, whatever the inference server returns.',
+          'without ffmpeg, `video.gif` (an animated GIF). On a Cog model server (the `cog` engine): `{"metrics": …}` with ' +
+          'the model\'s files, or `{"face_coordinates": [...]}` for face detection.',
       }),
     files: z.array(taskFileSchema).meta({ description: 'Files produced (e.g. the PNG or the video); empty until completed, and again once they expired.' }),
     files_expired_at: nullableTimestamp(
       'When the stored files (outputs and uploaded input) were deleted, `RETENTION_DAYS` after `finished_at`; `null` until then. ' +
         'From then on `files` is empty and the file routes answer 410.',
     ),
+    progress: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullable()
+      .meta({
+        description:
+          'How far the task is, from 0 to 1 (two decimals): `null` while queued and until the engine reports; while processing, the ' +
+          'latest value the engine reported (updated at most twice a second); `1` once completed; when the task fails or is ' +
+          'cancelled, the value it had then, kept. `GET /api/tasks/{publicId}/events` streams its changes. Not part of the webhook body.',
+        example: 0.42,
+      }),
   })
   .meta({ id: 'Task' });
 

@@ -4,7 +4,7 @@ import type { Config } from '@taskapi/config';
 import { createLogger } from '@taskapi/logger';
 import { request, testConfig, testPasswordHash, TEST_PASSWORD, uniqueEmail, type RequestOptions, type TestResponse } from '@taskapi/testing';
 import { createApp } from '../../src/app';
-import { createApiDeps, type ApiDeps } from '../../src/deps';
+import { createApiDeps, type ApiDeps, type ApiDepsOptions } from '../../src/deps';
 import { addCredits, createAccount, grantTrial } from '../../src/domain/accounts';
 
 /** A real API instance on an ephemeral port, with its own connections and caches. */
@@ -19,9 +19,13 @@ export interface TestApi {
 /**
  * Starts the API on an ephemeral port of 127.0.0.1. The port is known before the configuration is
  * loaded, so `HOST`/`PORT` describe the real listener and the derived `publicBaseUrl` is `url`
- * (unless `overrides` sets `PUBLIC_BASE_URL`).
+ * (unless `overrides` sets `PUBLIC_BASE_URL`). `deps` shortens timings or limits that are not
+ * configuration (event stream keep-alives, held-request limits).
  */
-export async function startApi(overrides: Record<string, string> = {}, opts: { logStream?: NodeJS.WritableStream; egressCa?: string } = {}): Promise<TestApi> {
+export async function startApi(
+  overrides: Record<string, string> = {},
+  opts: { logStream?: NodeJS.WritableStream; egressCa?: string; deps?: Pick<ApiDepsOptions, 'heldRequests' | 'taskEventTimings'> } = {},
+): Promise<TestApi> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
@@ -31,7 +35,7 @@ export async function startApi(overrides: Record<string, string> = {}, opts: { l
   try {
     config = testConfig({ HOST: '127.0.0.1', PORT: String(port), ...overrides });
     const logger = createLogger({ service: 'api-test', level: config.logLevel, stream: opts.logStream });
-    deps = await createApiDeps(config, logger, { egressTls: opts.egressCa ? { ca: opts.egressCa } : undefined });
+    deps = await createApiDeps(config, logger, { ...opts.deps, egressTls: opts.egressCa ? { ca: opts.egressCa } : undefined });
   } catch (err) {
     server.close();
     throw err;

@@ -1,5 +1,6 @@
 // One task: its summary, its result for people (thumbnails, a video player, face boxes on the
 // image), its files, its webhook deliveries with every attempt, and input, payload and result as JSON.
+// While the task is queued or running, its event stream keeps the status and a progress bar live.
 import { api, ApiError, badge, el, fill, notifyError, startPage, time } from './common.js';
 import { showDeliveries } from './deliveries-view.js';
 import { renderFiles, renderOutput } from './task-output.js';
@@ -48,10 +49,26 @@ function timeWithDuration(iso, label, fromIso) {
   return el('span', {}, time(iso), took ? el('span', { class: 'muted', text: ` (${label} ${took})` }) : null);
 }
 
+const isTerminal = (status) => status === 20 || status === 30 || status === 40;
+
+/** `progress` as a bar and a percentage; an indeterminate bar while running without a value yet. */
+function progressView(task) {
+  if (task.progress === null) {
+    if (task.status === 10) return el('span', { class: 'progress' }, el('progress', { 'aria-label': 'Progress' }), el('span', { class: 'muted', text: 'running' }));
+    return el('span', { class: 'muted', text: task.status === 0 ? 'not started' : '—' });
+  }
+  const percent = `${Math.round(task.progress * 100)}%`;
+  return el('span', { class: 'progress' }, el('progress', { max: '1', value: String(task.progress), 'aria-label': 'Progress' }), percent);
+}
+
+function fetchTask() {
+  return api(`/api/console/tasks/${encodeURIComponent(publicId)}`);
+}
+
 async function render() {
   let task;
   try {
-    task = await api(`/api/console/tasks/${encodeURIComponent(publicId)}`);
+    task = await fetchTask();
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) {
       const box = document.getElementById('task-missing');
@@ -61,10 +78,17 @@ async function render() {
     }
     throw err;
   }
+  await show(task);
+  if (!isTerminal(task.status)) follow(task.status);
+}
+
+/** The whole page from one task JSON (the deliveries are read again). */
+async function show(task) {
   document.getElementById('task-body').hidden = false;
   fill(
     'task-summary',
     summaryRow('Status', badge(task.status)),
+    summaryRow('Progress', el('span', { id: 'task-progress' }, progressView(task))),
     summaryRow('Kind', KIND_LABEL[task.kind] ?? task.kind),
     // Failed and cancelled tasks are refunded in full (the Result section says why it failed).
     summaryRow('Cost', `${task.cost} credit${task.cost === 1 ? '' : 's'}${(task.status === 30 || task.status === 40) && task.cost > 0 ? ', refunded' : ''}`),
@@ -80,6 +104,34 @@ async function render() {
   fill('task-output', renderOutput(task));
   fill('task-files', renderFiles(task));
   await showDeliveries('task-deliveries', { publicId, empty: noDeliveries(task), detailed: true });
+}
+
+let events;
+
+/**
+ * Follows the task's event stream (session cookie, same origin) until it ends: a progress change
+ * updates the bar, a status change the whole page. The browser reconnects by itself after a drop
+ * (a server restarting); an error answer (the session ended) closes it, and Refresh still works.
+ */
+function follow(status) {
+  if (events || typeof EventSource !== 'function') return;
+  let shown = status;
+  events = new EventSource(`/api/console/tasks/${encodeURIComponent(publicId)}/events`);
+  events.addEventListener('task', (e) => {
+    const task = JSON.parse(e.data);
+    if (isTerminal(task.status)) stopFollowing();
+    if (task.status === shown) fill('task-progress', progressView(task));
+    else show(task).catch(notifyError);
+    shown = task.status;
+  });
+  events.addEventListener('error', () => {
+    if (events?.readyState === EventSource.CLOSED) stopFollowing();
+  });
+}
+
+function stopFollowing() {
+  events?.close();
+  events = undefined;
 }
 
 document.getElementById('task-id').textContent = publicId;

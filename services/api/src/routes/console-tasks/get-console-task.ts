@@ -19,7 +19,8 @@ export const getConsoleTaskRoute = defineRoute({
   async handler({ params }, { deps, principal }) {
     const row = await deps.repos.tasks.get(principal.accountId, params.publicId);
     if (!row) throw new ApiError('TASK_NOT_FOUND');
+    const [task] = await deps.taskReader.withProgress(principal.accountId, [row]);
     // The console's file links use its own session-authenticated route.
-    return { status: 200, jsonText: renderTask(row, routeFileUrls(deps.config.publicBaseUrl, CONSOLE_TASKS_ROOT)) };
+    return { status: 200, jsonText: renderTask(row, routeFileUrls(deps.config.publicBaseUrl, CONSOLE_TASKS_ROOT), task!.progress) };
   },
 });

@@ -1,7 +1,7 @@
 import { e2eSeconds } from '@taskapi/domain';
 import type { TaskKind } from '@taskapi/task-kinds';
 import { cancelTask } from '../../domain/cancel-task';
-import { renderTask } from '../../domain/task-view';
+import { renderTask, taskProgress } from '../../domain/task-view';
 import { defineRoute } from '../../http/route';
 import { taskSchema } from '../../schemas/tasks';
 import { taskParams } from './task-params';
@@ -30,6 +30,6 @@ export const cancelTaskRoute = defineRoute({
     await deps.scheduler.cancel(row.kind as TaskKind, params.publicId).catch((err: unknown) =>
       deps.logger.warn('could not tell the scheduler a task was cancelled; its worker will skip it', { public_id: params.publicId, error: err }),
     );
-    return { status: 200, jsonText: renderTask(row, await deps.fileLinks.forRows([row])) };
+    return { status: 200, jsonText: renderTask(row, await deps.fileLinks.forRows([row]), taskProgress(row, null)) };
   },
 });

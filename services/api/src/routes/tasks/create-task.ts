@@ -129,8 +129,9 @@ export function createTaskRoute(kind: TaskKind) {
         return undefined;
       });
       if (waited?.gone) return { sent: true };
-      const answer = waited?.row ?? row;
-      return { status: 201, jsonText: renderTask(answer, await deps.fileLinks.forRows([answer])), headers: { ...out, ...waited?.headers } };
+      // A task just created is queued: no progress yet.
+      const answer = waited?.task ?? { row, progress: null };
+      return { status: 201, jsonText: renderTask(answer.row, await deps.fileLinks.forRows([answer.row]), answer.progress), headers: { ...out, ...waited?.headers } };
     },
   });
 }

@@ -16,7 +16,7 @@ export const getTaskFileRoute = defineRoute({
   responses: FILE_RESPONSES,
   errors: ['FILE_NOT_FOUND', 'FILES_EXPIRED'],
   async handler({ params }, { deps, principal, prefetched, res }) {
-    const row = await deps.taskReader.read(principal, params.publicId, prefetched);
+    const row = (await deps.taskReader.read(principal, params.publicId, prefetched))?.row ?? null;
     try {
       return await sendTaskFile(res, deps.store, row, params.name);
     } catch (err) {

@@ -25,12 +25,8 @@ export const getTaskRoute = defineRoute({
   async handler({ params, headers }, { deps, principal, prefetched, res }) {
     const waited = await applyPreferWait(deps, headers.prefer, principal.accountId, params.publicId, res);
     if (waited?.gone) return { sent: true };
-    if (waited) {
-      if (!waited.row) throw new ApiError('TASK_NOT_FOUND');
-      return { status: 200, jsonText: renderTask(waited.row, await deps.fileLinks.forRows([waited.row])), headers: waited.headers };
-    }
-    const row = await deps.taskReader.read(principal, params.publicId, prefetched);
-    if (!row) throw new ApiError('TASK_NOT_FOUND');
-    return { status: 200, jsonText: renderTask(row, await deps.fileLinks.forRows([row])) };
+    const task = waited ? waited.task : await deps.taskReader.read(principal, params.publicId, prefetched);
+    if (!task) throw new ApiError('TASK_NOT_FOUND');
+    return { status: 200, jsonText: renderTask(task.row, await deps.fileLinks.forRows([task.row]), task.progress), headers: waited?.headers };
   },
 });

@@ -27,7 +27,7 @@ export async function applyPreferWait(
   const seconds = preferredWaitSeconds(prefer);
   if (seconds === undefined) return undefined;
   // Gone before the wait began (during a create's database work): 'close' has fired already.
-  if (res.closed || res.destroyed) return { row: null, applied: false, gone: true, headers: {} };
+  if (res.closed || res.destroyed) return { task: null, applied: false, gone: true, headers: {} };
   const outcome = await waitForTask(deps, accountId, publicId, seconds, (cb) => res.once('close', cb));
   return { ...outcome, headers: outcome.applied ? { 'Preference-Applied': `wait=${seconds}` } : {} };
 }

@@ -54,6 +54,9 @@ export const TASK_LIST_INVALID_EXAMPLES = [
  */
 export async function renderTaskList(deps: ApiDeps, accountId: string, q: z.output<typeof listTasksQuerySchema>, filesRoot?: string): Promise<string> {
   const { rows, nextCursor } = await listTasks(deps.repos.tasks, accountId, { statuses: q.status, kind: q.kind, limit: q.limit ?? 20, cursor: q.cursor });
-  const urlOf = filesRoot ? routeFileUrls(deps.config.publicBaseUrl, filesRoot) : await deps.fileLinks.forRows(rows);
-  return `{"data":[${rows.map((r) => renderTask(r, urlOf)).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`;
+  const [urlOf, tasks] = await Promise.all([
+    filesRoot ? routeFileUrls(deps.config.publicBaseUrl, filesRoot) : deps.fileLinks.forRows(rows),
+    deps.taskReader.withProgress(accountId, rows),
+  ]);
+  return `{"data":[${tasks.map((t) => renderTask(t.row, urlOf, t.progress)).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`;
 }
