@@ -19,7 +19,7 @@ import {
 } from '@taskapi/domain';
 import type { ModelWebhookTokens } from '@taskapi/crypto';
 import type { EgressClient } from '@taskapi/egress';
-import { EngineError, WorkerShutdown, type Engine, type EngineInput, type EngineOutput } from '@taskapi/engines';
+import { EngineBusyError, EngineError, TaskInputError, WorkerShutdown, type Engine, type EngineInput, type EngineOutput } from '@taskapi/engines';
 import type { FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
 import type { PubSubFanout } from '@taskapi/service';
@@ -79,12 +79,13 @@ async function runPrediction(deps: CogEngineDeps, input: EngineInput, signal: Ab
   const { server, redis } = deps;
   const { id, fresh } = await claimPrediction(redis, input.publicId, predictionId(input.publicId, input.attempt ?? 1));
   let keep = false;
+  let final: Prediction | undefined;
   server.started();
   try {
     // A new prediction is not sent to a server whose health check says all its slots are busy
     // (a re-attach is: Cog answers a running id whatever its load).
     if (fresh && (await server.busyNow())) throw server.busy('its health check says BUSY');
-    const final = await followPrediction(deps, id, input, signal);
+    final = await followPrediction(deps, id, input, signal);
     if (final.status === 'succeeded') return await taskOutput(deps.kind, final.output, final.metrics, { egress: deps.egress, modelOrigin: server.origin, maxBytes: deps.outputMaxBytes, signal });
     if (final.status === 'failed') {
       const said = typeof final.error === 'string' ? final.error : undefined;
@@ -95,9 +96,13 @@ async function runPrediction(deps: CogEngineDeps, input: EngineInput, signal: Ab
     if (signal.aborted && signal.reason instanceof WorkerShutdown) {
       // Handed back: the next run re-attaches to this prediction (or collects its result).
       keep = true;
-    } else if (signal.aborted) {
-      // Deadline or cancel: the GPU is freed now, not when the model would have finished.
-      await server.cancel(id).catch((e: unknown) => deps.logger.warn('could not cancel a prediction', { public_id: input.publicId, prediction_id: id, error: (e as Error).message }));
+    } else if (final === undefined && !(err instanceof EngineBusyError) && !(err instanceof TaskInputError)) {
+      // A deadline, a cancel, or a run that broke off before the prediction ended: nobody will read
+      // it, so the GPU is freed now, not when the model would have finished. (Refused ones, busy or
+      // 422, were never created.)
+      await server.cancel(id).catch((e: unknown) =>
+        deps.logger[signal.aborted ? 'warn' : 'info']('could not cancel a prediction', { public_id: input.publicId, prediction_id: id, error: (e as Error).message }),
+      );
     }
     throw signal.aborted ? (signal.reason as Error) : err;
   } finally {
