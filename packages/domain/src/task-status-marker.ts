@@ -28,11 +28,18 @@ export const TASK_FINISHED_CHANNEL = 'taskapi:task-finished';
 
 // The event is published by the same script that moves the marker, so whoever misses the event
 // (subscribed too late) is sure to see the terminal marker when it reads afterwards.
+// A non-terminal status the marker already has is announced again: a reader may have seeded it
+// (seedTaskStatus, from a row it read just after the commit) without announcing it, and event
+// streams must hear it; they drop an event equal to the last one they sent.
 const RECORD_MAX_SCRIPT = `
 local current = redis.call('GET', KEYS[1])
-if current and tonumber(current) >= tonumber(ARGV[1]) then return 0 end
+if current and tonumber(current) > tonumber(ARGV[1]) then return 0 end
+if current and tonumber(current) == tonumber(ARGV[1]) then
+  if ARGV[5] == '1' then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
+  return 0
+end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-if ARGV[3] ~= '' then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
+redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1`;
 
 /** Parses a `TASK_FINISHED_CHANNEL` message; null when it is not one. */
@@ -50,14 +57,14 @@ export interface MarkerRedis {
 
 /**
  * Records a committed status change. Call after the commit, before the change is announced. A
- * terminal status is published on TASK_FINISHED_CHANNEL, another on TASK_CHANGED_CHANNEL (task
- * event streams); either only when the marker moved.
+ * terminal status is published on TASK_FINISHED_CHANNEL when the marker moved; another on
+ * TASK_CHANGED_CHANNEL (task event streams) when it moved or already had it.
  */
 export async function recordTaskStatus(redis: MarkerRedis, accountId: string, publicId: string, status: number): Promise<void> {
   const terminal = isTerminalStatus(status);
   const ttl = terminal ? TERMINAL_TTL_SECONDS : NON_TERMINAL_TTL_SECONDS;
   const channel = terminal ? TASK_FINISHED_CHANNEL : TASK_CHANGED_CHANNEL;
-  await redis.eval(RECORD_MAX_SCRIPT, 1, taskStatusMarkerKey(accountId, publicId), status, ttl, channel, `${accountId} ${publicId} ${status}`);
+  await redis.eval(RECORD_MAX_SCRIPT, 1, taskStatusMarkerKey(accountId, publicId), status, ttl, channel, `${accountId} ${publicId} ${status}`, terminal ? '0' : '1');
 }
 
 /**

@@ -3,7 +3,7 @@
 // moves them: a committed status change recorded in Redis (`recordTaskStatus`), progress written
 // with `recordTaskProgress`, terminal transitions with `finishTaskAndRecord`.
 import { createParser } from 'eventsource-parser';
-import { finishTaskAndRecord, recordTaskProgress, recordTaskStatus, TaskStatus, type FinishTaskInput } from '@taskapi/domain';
+import { finishTaskAndRecord, recordTaskProgress, recordTaskStatus, seedTaskStatus, TaskStatus, type FinishTaskInput } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
 import { waitFor } from '@taskapi/testing';
 import { API_ERRORS } from '../src/errors';
@@ -102,6 +102,19 @@ describe('task event streams', () => {
     expect(first).toEqual(got.body);
     expect(first).toMatchObject({ public_id: id, status: 0, progress: null });
     expect(stream.text.startsWith(`event: task\ndata: ${got.text}\n\n`)).toBe(true);
+    stream.abort();
+    await held(0);
+  });
+
+  it("hears a worker's start even when a reader seeded the status marker first (from the committed row)", async () => {
+    const id = await create();
+    const stream = await events(id);
+    await taskEvent(stream, (t) => t.status === 0, 'status 0');
+    await api.deps.db.pool.query('UPDATE tasks SET status = 10, started_at = now() WHERE public_id = $1', [id]);
+    // A read between the worker's commit and its marker write seeds the marker, announcing nothing.
+    await seedTaskStatus(api.deps.redis, account.id, id, TaskStatus.processing);
+    await recordTaskStatus(api.deps.redis, account.id, id, TaskStatus.processing);
+    await taskEvent(stream, (t) => t.status === 10, 'status 10');
     stream.abort();
     await held(0);
   });
