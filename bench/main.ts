@@ -19,8 +19,10 @@
 //   8. With BENCH_REDIS_CLUSTER=1: read and pipeline again on a local 3-master Redis Cluster.
 //   9. Runtime: start-to-ready of each service built vs. through tsx, a worker's SIGTERM-to-exit
 //      mid-video, and the API's resident memory (VmRSS) after all of the above.
+//  10. Model server (cog-figures.ts; runs after 7): image tasks run on a Cog model server against
+//      the built-in engine in the worker's process, one at a time and under load.
 // It ends with one line per target: `target <name>: <measured> <comparison> <goal> met|MISSED`.
-// BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,runtime (any subset) runs some only.
+// BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,cog,runtime (any subset) runs some only.
 // Services run as `npm run start:*` runs them: node on the built files (built first). The API
 // under test has a paid key with raised limits and a large balance. Figures are printed, never
 // asserted.
@@ -36,6 +38,7 @@ import { claimRedisDb, freePort, recreateDatabase, startRedisCluster, testCa, te
 import { createAccount } from '../services/api/src/domain/accounts';
 import { createKey } from '../services/api/src/domain/api-keys';
 import { createRepositories } from '../services/api/src/repositories';
+import { cogFigures, type CogFigures } from './cog-figures';
 import { dispatcherFigures } from './dispatcher-figures';
 import { fairnessFigures, type Mode as FairnessMode } from './fairness-figures';
 import { hotStatementPlans, middleTaskOf, seedTasks } from './large-database';
@@ -62,6 +65,8 @@ const DELIVERIES = num('BENCH_DELIVERIES', 2000, 1000);
 const FAIRNESS_TASKS = num('BENCH_FAIRNESS_TASKS', 600, 300);
 const FAIRNESS_BURST = num('BENCH_FAIRNESS_BURST', 60, 40);
 const FAIRNESS_ACCOUNTS = 100;
+const COG_LIGHT_TASKS = num('BENCH_COG_LIGHT_TASKS', 30, 15);
+const COG_LOAD_TASKS = num('BENCH_COG_LOAD_TASKS', 200, 100);
 const DISPATCHER_CONCURRENCY = Number(process.env.BENCH_DISPATCHER_CONCURRENCY ?? 20);
 const PIPELINE_CONFIGS: Array<[workers: number, dispatchers: number]> = [
   [1, 1],
@@ -319,8 +324,8 @@ async function clusterFigures(env: NodeJS.ProcessEnv, ctx: PipelineContext, read
   }
 }
 
-/** Sections run (BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,runtime; default all). */
-const SECTIONS = ['size', 'express', 'light', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'runtime'] as const;
+/** Sections run (BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,cog,runtime; default all). */
+const SECTIONS = ['size', 'express', 'light', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'cog', 'runtime'] as const;
 const ONLY = new Set((process.env.BENCH_ONLY ?? SECTIONS.join(',')).split(',').map((x) => x.trim()));
 const runs = (section: (typeof SECTIONS)[number]) => ONLY.has(section);
 
@@ -354,6 +359,44 @@ function printPipeline(runs: PipelineRun[]): void {
     console.log(row([...cells, `${r.maxTaskQueue}/${r.maxWebhookQueue}`, cpu, r.latencyP99.toFixed(0)], widths));
   }
   for (const r of runs) console.log(`   ${r.workers} worker(s), ${r.dispatchers} dispatcher(s): saturated first: ${r.saturated}.`);
+}
+
+/** Section 10's table (see cog-figures.ts for how each figure is taken). */
+function printCog(c: CogFigures): void {
+  console.log(
+    `\n10. Image tasks (64x64) on a Cog model server (the test server's image model: the built-in engine behind Cog's HTTP API, its own process, ` +
+      `concurrency 4; followed by webhooks) vs. the built-in engine in the worker's process; one API and one worker (concurrency 4) per mode; ` +
+      `median of ${ROUNDS} interleaved rounds (builtin, cog, …), ms.`,
+  );
+  const widths = [50, 10, 10, 12];
+  console.log(row(['', 'builtin', 'cog', 'cog costs'], widths));
+  const fixed = (x: number, digits: number) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
+  const line = (name: string, b: number, g: number, digits = 1) => console.log(row([name, fixed(b, digits), fixed(g, digits), fixed(g - b, digits)], widths));
+  console.log(
+    `   one at a time, ${COG_LIGHT_TASKS} tasks per round (next created once the previous finished); run = the worker's processing event → its terminal event, ` +
+      'e2e = creation request sent → terminal event (events heard by the bench over Redis pub/sub):',
+  );
+  line('run p50', c.light.builtin.runP50, c.light.cog.runP50);
+  line('  start → final webhook recorded by the API, p50', c.light.builtin.toWebhookP50, c.light.cog.toWebhookP50);
+  line("    the model's predict_time (PUT → done), p50", c.light.builtin.predictP50, c.light.cog.predictP50);
+  line('  final webhook recorded → terminal, p50', c.light.builtin.afterWebhookP50, c.light.cog.afterWebhookP50);
+  line('run p95', c.light.builtin.runP95, c.light.cog.runP95);
+  line('run p50 by the rows (whole ms)', c.light.builtin.dbRunP50, c.light.cog.dbRunP50);
+  line('e2e p50', c.light.builtin.e2eP50, c.light.cog.e2eP50);
+  line('e2e p95', c.light.builtin.e2eP95, c.light.cog.e2eP95);
+  line('creation with Prefer: wait, client p50', c.light.builtin.clientP50, c.light.cog.clientP50);
+  console.log(`   under load, ${COG_LOAD_TASKS} tasks per round from 16 concurrent clients (first creation → last finish; run = started_at → finished_at):`);
+  line('tasks/s', c.load.builtin.tasksPerSecond, c.load.cog.tasksPerSecond, 0);
+  line('run p50', c.load.builtin.runP50, c.load.cog.runP50);
+  line('run p95', c.load.builtin.runP95, c.load.cog.runP95);
+  const cpu = (x: { api: number; worker: number; model: number }) => `${x.api.toFixed(2)}/${x.worker.toFixed(2)}/${Number.isFinite(x.model) ? x.model.toFixed(2) : '-'}`;
+  console.log(`   Model webhooks recorded by the API per task (light): ${c.light.cog.webhooksPerTask.toFixed(2)}.`);
+  console.log(`   CPU ms per task under load (API/worker/model server): builtin ${cpu(c.load.builtin.cpu)}, cog ${cpu(c.load.cog.cpu)}.`);
+  console.log(
+    `   Overhead (median over rounds of p50 cog − p50 builtin; the target's figure is the run's): run ${c.overhead.run.toFixed(1)} ms, e2e ${c.overhead.e2e.toFixed(1)} ms; ` +
+      `run overhead per round: ${c.roundOverheads.map((x) => x.toFixed(1)).join(', ')} ms ` +
+      `(${c.unheard} of ${c.lightTasks} light tasks without a processing event, left out of the run times).`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -550,6 +593,23 @@ async function main(): Promise<void> {
       );
     }
 
+    // 10. A Cog model server against the built-in engine.
+    if (runs('cog')) {
+      let overhead = NaN;
+      try {
+        const c = await cogFigures(
+          { env: servicesEnv, pool: main.db.pool, key: main.key, redis: { builtin: withRedisDb(BENCH_REDIS, 10), cog: withRedisDb(BENCH_REDIS, 11) } },
+          { lightTasks: COG_LIGHT_TASKS, loadTasks: COG_LOAD_TASKS, rounds: ROUNDS },
+        );
+        printCog(c);
+        overhead = c.overhead.run;
+      } catch (err) {
+        console.log(`\n10. Cog model server vs. built-in engine not measured: ${(err as Error).message}`);
+      }
+      console.log(`(${elapsed()})`);
+      targets.push({ name: 'cog-overhead', measured: overhead, comparison: '<=', goal: 5, unit: ' ms p50' });
+    }
+
     if (process.env.BENCH_REDIS_CLUSTER === '1' && vs && pipelineRuns[0]) {
       await clusterFigures(env, { ...ctx, receiver: await startBenchReceiver() }, new URL(readUrl).pathname, { read: vs.read, readP99: vs.readP99, pipeline: pipelineRuns[0] });
     }
@@ -586,7 +646,7 @@ async function main(): Promise<void> {
     await large?.db.close();
   }
   // In the order of the issue's table.
-  const order = ['read-vs-express', 'create-vs-express', 'create-p99', 'create-light-p50', 'dispatcher-vs-raw', 'webhook-light-p50', 'api-rss', 'fairness-overhead', 'fairness-wait'];
+  const order = ['read-vs-express', 'create-vs-express', 'create-p99', 'create-light-p50', 'dispatcher-vs-raw', 'webhook-light-p50', 'api-rss', 'fairness-overhead', 'fairness-wait', 'cog-overhead'];
   const rank = (t: Target) => (order.includes(t.name) ? order.indexOf(t.name) : order.length);
   console.log('');
   for (const t of [...targets].sort((a, b) => rank(a) - rank(b))) console.log(formatTarget(t));

@@ -30,9 +30,13 @@ import { safeSentence } from '../../domain/failure-message';
 import { taskOutput } from './cog-output';
 import type { CogPredictionRequest, CogServer, CogStreamEvent } from './cog-server';
 
-/** Webhook events asked for: a stream carries the rest itself; the final one is kept for a run that re-attaches. */
+/**
+ * Webhook events asked for: a stream carries the rest itself; the final one is kept for a run that
+ * re-attaches. Without a stream, `logs` for progress; never `start` (it says nothing the worker
+ * needs, and would cost a POST, a Redis write and a wake-up per task).
+ */
 const STREAM_WEBHOOK_EVENTS = ['completed'] as const;
-const ASYNC_WEBHOOK_EVENTS = ['start', 'logs', 'completed'] as const;
+const ASYNC_WEBHOOK_EVENTS = ['logs', 'completed'] as const;
 
 /** Without news, the prediction's record is read again this often (a missed wake-up costs at most this). */
 const RECHECK_MS = 5_000;
