@@ -1,34 +1,14 @@
 // The run's own Redis server on a free port, without persistence (`--save "" --appendonly no`):
 // killing and starting it again is "Redis restarted with its data gone". Never the shared 6379.
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { freePort } from '@taskapi/testing';
+import { answersPing, freePort } from '@taskapi/testing';
 
 export interface PrivateRedis {
   url: string;
   /** kill -9, `pauseMs` down, then a fresh empty server on the same port; resolves once it answers PING. */
   restartEmpty(pauseMs: number): Promise<void>;
   stop(): Promise<void>;
-}
-
-/** True when a Redis server answers PING on the port. */
-function answersPing(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let reply = '';
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1_000, () => done(false));
-    socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (chunk) => {
-      reply += chunk.toString();
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
-    });
-  });
 }
 
 async function untilPing(port: number, timeoutMs = 15_000): Promise<void> {

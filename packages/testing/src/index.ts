@@ -15,7 +15,7 @@ export type { VideoFacts } from './inspect-video';
 export { commandLine, descendants, isAlive, processName } from './processes';
 export { claimRedisDb } from './redis-db';
 export { startRedisCluster } from './redis-cluster';
-export { startPrivateRedis } from './redis-server';
+export { answersPing, startPrivateRedis } from './redis-server';
 export type { PrivateRedis } from './redis-server';
 export type { LocalRedisCluster } from './redis-cluster';
 export { freePort } from './free-port';

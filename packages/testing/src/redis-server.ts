@@ -47,7 +47,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
  * True once a server on `port` answers PING (Redis's inline protocol over a plain socket: a client
  * library would keep its reconnect timers alive after the probe, delaying the test run's exit).
  */
-function answersPing(port: number): Promise<boolean> {
+export function answersPing(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     let reply = '';
