@@ -65,6 +65,8 @@ function expectedType(f: DmmfField): { data_type: string; udt_name?: string; len
       return { data_type: 'bigint' };
     case 'Boolean':
       return { data_type: 'boolean' };
+    case 'Float':
+      return { data_type: native === 'Real' ? 'real' : 'double precision' };
     case 'Bytes':
       return { data_type: 'bytea' };
     case 'Json':
