@@ -12,6 +12,8 @@ export { PubSubFanout } from './pubsub-fanout';
 export type { FanoutEvent } from './pubsub-fanout';
 export { startConfiguredOpsServer, startOpsServer } from './ops-server';
 export { checkReadiness } from './readiness';
+export { registerReadinessMetrics } from './readiness-metrics';
+export type { ServiceName } from './readiness-metrics';
 export type { Readiness } from './readiness';
 export type { OpsServer } from './ops-server';
 export type { Periodic } from './periodic';

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { checkReadiness } from './readiness';
+import { registerReadinessMetrics, type ServiceName } from './readiness-metrics';
 
 export interface OpsServer {
   port: number;
@@ -11,14 +12,18 @@ export interface OpsServer {
 /**
  * The operations endpoints of a process without an HTTP API (worker, dispatcher), on its own port:
  * `GET /healthz` (alive), `GET /readyz` (every check passes: 200, else 503 naming the failing one)
- * and `GET /metrics` (Prometheus text). Nothing else is served.
+ * and `GET /metrics` (Prometheus text). Nothing else is served. Registers the readiness gauges of
+ * `checks` on `registry` (`taskapi_ready`, `taskapi_backend_up`: see registerReadinessMetrics).
  */
 export async function startOpsServer(opts: {
+  /** The `service` label of the readiness gauges. */
+  service: ServiceName;
   host: string;
   port: number;
   registry: Registry;
   checks: Record<string, () => Promise<unknown>>;
 }): Promise<OpsServer> {
+  registerReadinessMetrics(opts.registry, opts.service, opts.checks);
   const server = http.createServer((req, res) => {
     const send = (status: number, type: string, body: string) => {
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
@@ -54,6 +59,7 @@ export async function startOpsServer(opts: {
  * Redis answer), else undefined.
  */
 export async function startConfiguredOpsServer(
+  service: ServiceName,
   config: { host: string; opsPort: number | undefined },
   registry: Registry,
   backends: { db: { pool: { query(sql: string): Promise<unknown> } }; redis: { ping(): Promise<unknown> } },
@@ -62,6 +68,7 @@ export async function startConfiguredOpsServer(
 ): Promise<OpsServer | undefined> {
   if (config.opsPort === undefined) return undefined;
   return startOpsServer({
+    service,
     host: config.host,
     port: config.opsPort,
     registry,

@@ -34,8 +34,11 @@ export interface ApiDeps {
   repos: Repositories;
   /** Task files: outputs (file routes) and uploaded face-detection images (`STORAGE_DRIVER`). */
   store: FileStore;
-  /** The store's part of readiness (a write until one succeeds; see storeReadiness). */
-  storageReady: () => Promise<void>;
+  /**
+   * The checks of `GET /readyz` by name (the store's: a write until one succeeds, see
+   * storeReadiness); the readiness gauges of `/metrics` run the same ones.
+   */
+  readinessChecks: Record<'database' | 'redis' | 'storage', () => Promise<unknown>>;
   /** Signs `files[].url` of the task API (FILE_URL_TTL_SECONDS) and checks signed-route links. */
   fileLinks: FileLinks;
   /** Checks the token in a model server's webhook URL (docs/models.md). */
@@ -87,6 +90,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
   // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The API
   // still starts (readiness fails, file routes and uploads answer 503) so the rest keeps serving.
   const storage = storeReadiness(store, logger);
+  const readinessChecks = { database: () => repos.ping(), redis: () => redis.ping(), storage: storage.check };
   const db = createDatabase({
     url: config.databaseUrl,
     poolSize: config.databasePoolSize,
@@ -128,7 +132,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
     db,
     repos,
     store,
-    storageReady: storage.check,
+    readinessChecks,
     fileLinks: new FileLinks(store, config.secretsKey, config.fileUrlTtlSeconds, config.publicBaseUrl),
     modelWebhookTokens: new ModelWebhookTokens(config.secretsKey),
     redis,
@@ -149,8 +153,8 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
     metrics: createMetrics({
       ...opts,
       queueSignals: queueSignalReader(queueRedis, taskQueues.queues, scheduler, logger),
-      // The checks of GET /readyz (routes/ops/readiness.ts), as gauges at every scrape.
-      readinessChecks: { database: () => repos.ping(), redis: () => redis.ping(), storage: storage.check },
+      // The checks of GET /readyz, as gauges at every scrape.
+      readinessChecks,
     }),
     lifecycle: { draining: false },
     async close() {

@@ -63,7 +63,7 @@ export async function startDispatcherService(
       if (requeued) logger.info('delivery sweeper re-enqueued deliveries', { requeued });
     },
   });
-  const ops = await startConfiguredOpsServer(config, metrics.registry, backends);
+  const ops = await startConfiguredOpsServer('webhook-dispatcher', config, metrics.registry, backends);
   logger.info('webhook dispatcher started', { concurrency: config.dispatcherConcurrency });
   return {
     opsPort: ops?.port,

@@ -89,7 +89,7 @@ export async function startWorkerService(
   });
   const shutdown = new AbortController();
   const engineRuns = new Set<Promise<unknown>>();
-  const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics });
+  const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics, kinds: config.workerKinds });
   const announce = { db: db.pool, redis, webhooks, logger, metrics };
   const scheduler = createTaskScheduler(config, redis, taskQueues, logger);
   const report = (send: WorkerSlots['send']) => send((r) => scheduler.report(r));
@@ -199,7 +199,7 @@ export async function startWorkerService(
 
   // Ready only while every model server this worker uses takes predictions (READY or BUSY).
   const modelChecks = Object.fromEntries(Object.entries(cogServers).map(([kind, server]) => [`model_${kind}`, () => server.checkServing()]));
-  const ops = await startConfiguredOpsServer(config, metrics.registry, backends, { storage: storage.check, ...modelChecks });
+  const ops = await startConfiguredOpsServer('worker', config, metrics.registry, backends, { storage: storage.check, ...modelChecks });
   logger.info('worker started', { kinds: config.workerKinds, concurrency: config.workerConcurrency, engines: description });
   return {
     opsPort: ops?.port,

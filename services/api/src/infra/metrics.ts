@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { TASK_E2E_METRIC } from '@taskapi/domain';
+import { registerReadinessMetrics } from '@taskapi/service';
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { QueueSignal } from './queue-signals';
 
@@ -37,6 +38,11 @@ export interface MetricsOptions {
   defaultMetrics?: boolean;
   /** Queue-wide autoscaling signals, read from Redis at every scrape. */
   queueSignals?: () => Promise<Map<TaskKind, QueueSignal>>;
+  /**
+   * The checks of `GET /readyz` by name, run at every scrape for `taskapi_ready` and
+   * `taskapi_backend_up` (see registerReadinessMetrics).
+   */
+  readinessChecks?: Record<string, () => Promise<unknown>>;
 }
 
 /**
@@ -92,6 +98,7 @@ export function createMetrics(opts: MetricsOptions = {}): ApiMetrics {
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
   if (opts.queueSignals) registerQueueGauges(registry, opts.queueSignals);
+  if (opts.readinessChecks) registerReadinessMetrics(registry, 'api', opts.readinessChecks);
   return {
     registry,
     httpRequests: new Counter({

@@ -1,7 +1,8 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** How an attempt ended: delivered, failed with a retry scheduled, or failed and given up. */
-export type AttemptOutcome = 'succeeded' | 'retry' | 'failed';
+export const ATTEMPT_OUTCOMES = ['succeeded', 'retry', 'failed'] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
 /** Prometheus metrics of one dispatcher process. */
 export interface DispatcherMetrics {
@@ -18,6 +19,8 @@ export function createDispatcherMetrics(opts: { defaultMetrics?: boolean } = {})
     labelNames: ['outcome'],
     registers: [registry],
   });
+  // Every outcome from 0, so the first delivery given up after a start shows in `increase()`.
+  for (const outcome of ATTEMPT_OUTCOMES) attempts.inc({ outcome }, 0);
   const duration = new Histogram({
     name: 'taskapi_webhook_attempt_seconds',
     help: 'Duration of webhook attempts (request and response) by outcome',

@@ -1,4 +1,14 @@
-import { e2eSeconds, finishTask, recordTaskStatus, terminalStatusName, type FinishTaskInput, type FinishedTask, type MarkerRedis } from '@taskapi/domain';
+import {
+  e2eSeconds,
+  finishTask,
+  recordTaskStatus,
+  TaskStatus,
+  terminalStatusName,
+  type FinishTaskInput,
+  type FinishedTask,
+  type MarkerRedis,
+  type TaskErrorCode,
+} from '@taskapi/domain';
 import type { SqlExecutor } from '@taskapi/db';
 import { newId } from '@taskapi/ids';
 import type { Logger } from '@taskapi/logger';
@@ -31,18 +41,19 @@ export async function finishAndAnnounce(
   const finished = await finishTask(deps.db, publicId, null, input, newId('delivery'));
   const alongside = afterCommit?.();
   try {
-    if (finished) await announce(deps, publicId, finished);
+    if (finished) await announce(deps, publicId, finished, input.status === TaskStatus.failed ? input.errorCode : undefined);
   } finally {
     await alongside;
   }
   return finished;
 }
 
-async function announce(deps: AnnounceDeps, publicId: string, finished: FinishedTask): Promise<void> {
+async function announce(deps: AnnounceDeps, publicId: string, finished: FinishedTask, errorCode: TaskErrorCode | undefined): Promise<void> {
   // The marker API replicas validate their cached task rows against, before anyone hears of the change.
   await recordTaskStatus(deps.redis, finished.account_id, finished.public_id, finished.status);
-  // Every terminal transition of the worker (run, given-up job, sweeper) passes here exactly once.
-  deps.metrics.observeE2e(finished.kind, terminalStatusName(finished.status), e2eSeconds(finished.created_at, finished.finished_at));
+  // Every terminal transition of the worker (run, given-up job, sweeper) passes here exactly once,
+  // so failed tasks are counted by error code here too.
+  deps.metrics.observeE2e(finished.kind, terminalStatusName(finished.status), e2eSeconds(finished.created_at, finished.finished_at), errorCode);
   if (finished.delivery_id) {
     try {
       await deps.webhooks.enqueueAttempt(finished.delivery_id, 1, 0, finished.account_id);

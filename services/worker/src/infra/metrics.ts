@@ -1,5 +1,5 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { TASK_E2E_METRIC } from '@taskapi/domain';
+import { TASK_E2E_METRIC, TASK_ERROR_CODES, type TaskErrorCode } from '@taskapi/domain';
 import type { TaskKind } from '@taskapi/task-kinds';
 
 /** How a task run ended, as counted. */
@@ -9,13 +9,25 @@ export type RunOutcome = 'completed' | 'failed' | 'skipped' | 'retried' | 'hande
 export interface WorkerMetrics {
   registry: Registry;
   observeRun(kind: TaskKind, outcome: RunOutcome, seconds: number): void;
-  /** `taskapi_task_e2e_seconds`: a task this worker moved to completed or failed. */
-  observeE2e(kind: string, status: string, seconds: number): void;
+  /**
+   * `taskapi_task_e2e_seconds`: a task this worker moved to completed or failed. A failed one
+   * (`errorCode` given) is also counted in `taskapi_worker_tasks_failed_total{kind,error_code}`.
+   */
+  observeE2e(kind: string, status: string, seconds: number, errorCode?: TaskErrorCode): void;
   /** A retention batch: tasks whose files expired, and the stored objects deleted for them. */
   countExpired(tasks: number, files: number): void;
 }
 
-export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): WorkerMetrics {
+export interface WorkerMetricsOptions {
+  defaultMetrics?: boolean;
+  /**
+   * The kinds this worker runs (`WORKER_KINDS`): their failed-task series start at 0, so the first
+   * failure after a start shows in `increase()` (a series born at 1 has no increase to show).
+   */
+  kinds?: readonly TaskKind[];
+}
+
+export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetrics {
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
   const runs = new Counter({
@@ -32,6 +44,14 @@ export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): Wo
     registers: [registry],
   });
   const e2e = new Histogram({ ...TASK_E2E_METRIC, labelNames: [...TASK_E2E_METRIC.labelNames], registers: [registry] });
+  // Labels from closed sets: the configured kinds and the task error codes.
+  const failed = new Counter({
+    name: 'taskapi_worker_tasks_failed_total',
+    help: 'Tasks this worker moved to failed, by kind and error_code (invalid_input, image_fetch_failed, engine_error, timeout, internal_error); every failing path counts: runs, given-up jobs, the sweeper',
+    labelNames: ['kind', 'error_code'],
+    registers: [registry],
+  });
+  for (const kind of opts.kinds ?? []) for (const code of TASK_ERROR_CODES) failed.inc({ kind, error_code: code }, 0);
   const expiredTasks = new Counter({
     name: 'taskapi_retention_expired_tasks_total',
     help: 'Terminal tasks whose stored files the retention job deleted (RETENTION_DAYS after they finished)',
@@ -48,8 +68,9 @@ export function createWorkerMetrics(opts: { defaultMetrics?: boolean } = {}): Wo
       runs.inc({ kind, outcome });
       duration.observe({ kind, outcome }, seconds);
     },
-    observeE2e(kind, status, seconds) {
+    observeE2e(kind, status, seconds, errorCode) {
       e2e.observe({ kind, status }, seconds);
+      if (errorCode) failed.inc({ kind, error_code: errorCode });
     },
     countExpired(tasks, files) {
       expiredTasks.inc(tasks);

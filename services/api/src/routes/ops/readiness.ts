@@ -30,11 +30,7 @@ export const readinessRoute = defineRoute({
   async handler(_input, { deps }) {
     // Shutting down: load balancers take this replica out while it still serves what they send.
     if (deps.lifecycle.draining) return { status: 503, json: { status: 'draining' } };
-    const { ready, body } = await checkReadiness({
-      database: () => deps.repos.ping(),
-      redis: () => deps.redis.ping(),
-      storage: deps.storageReady,
-    });
+    const { ready, body } = await checkReadiness(deps.readinessChecks);
     return { status: ready ? 200 : 503, json: body };
   },
 });
