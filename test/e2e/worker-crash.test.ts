@@ -26,7 +26,8 @@ describe('a worker killed mid-task', () => {
 
   beforeAll(async () => {
     cog = await startHeldCogServer({ concurrency: 4 });
-    system = await startSystem(REDIS_DB, { WORKER_LOCK_DURATION_MS: '1000' });
+    // waitForTask polls every 50 ms: a slow run must not reach the paid key's per-minute limit.
+    system = await startSystem(REDIS_DB, { WORKER_LOCK_DURATION_MS: '1000', RATE_LIMIT_PAID_PER_MINUTE: '100000' });
     workerEnv = {
       ...system.env,
       WORKER_KINDS: 'video-generation',
