@@ -5,13 +5,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import { PassThrough } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { PNG } from 'pngjs';
 import { MODEL_WEBHOOK_PATH, predictionId, readPrediction } from '@taskapi/domain';
 import { ModelWebhookTokens } from '@taskapi/crypto';
 import { CogFile, startCogServer, waitFor, type CogServer } from '@taskapi/testing';
 import { heldModel, TINY_GIF } from './support/held-model';
-import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
+import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
 import { startSystem, startWorker, type RunningService, type TestSystem } from './support/system';
 import { ledgerOf, waitForTask } from './support/tasks';
 
@@ -289,6 +290,23 @@ describe('the cog engine', () => {
     expect(cog.predictions()).toHaveLength(1);
   });
 
+  it('a task handed back at a shutdown and then cancelled while queued: a worker cancels its prediction on the model server', async () => {
+    const held = heldModel({ streaming: true });
+    const cog = await cogServer({ model: held.model });
+    const first = await cogWorker('VIDEO', cog.url);
+    const publicId = await create('video-generation', { prompt: 'deploy, then never mind', duration_seconds: 2 });
+    const id = predictionId(publicId, 1);
+    await waitFor(() => held.holds(id), { what: 'the prediction to run' });
+    await first.stop();
+    workers.splice(workers.indexOf(first), 1);
+    expect((await system.api.req('POST', `/api/tasks/${publicId}/cancel`, { headers: withKey(key) })).status).toBe(200);
+    expect(held.holds(id)).toBe(true);
+    await cogWorker('VIDEO', cog.url);
+    await waitFor(() => cog.predictions()[0]?.status === 'canceled', { what: 'the prediction to be cancelled' });
+    expect(cog.predictions()).toEqual([expect.objectContaining({ id, cancelRequested: true })]);
+    expect((await readPrediction(system.api.deps.redis as never, publicId)).current).toBeNull();
+  });
+
   it('a cut stream is attached again to the same prediction, which was not cancelled', async () => {
     const held = heldModel({ streaming: true });
     const cog = await cogServer({ model: held.model });
@@ -365,6 +383,23 @@ describe('the cog engine', () => {
       const notPrediction = await post(urlOf(id), '{"hello":1}');
       expect(notPrediction.status).toBe(400);
       expect(await notPrediction.json()).toMatchObject({ message: 'Request body must be a prediction object with a status.' });
+    });
+
+    it("keeps the URL's token out of the access line", async () => {
+      const logs = new PassThrough();
+      let log = '';
+      logs.on('data', (c: Buffer) => (log += c.toString()));
+      const api = await startApi({ ...system.env, LOG_LEVEL: 'info' }, { logStream: logs });
+      try {
+        const id = predictionId('task_2222222222222222222222', 1);
+        const token = new ModelWebhookTokens(api.deps.config.secretsKey).token(id);
+        const res = await fetch(`${api.url}${MODEL_WEBHOOK_PATH}/${id}/${token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"status":"processing"}' });
+        expect(res.status).toBe(204);
+        await waitFor(() => log.includes(`${MODEL_WEBHOOK_PATH}/${id}/[token]`), { what: 'the access line' });
+        expect(log).not.toContain(token);
+      } finally {
+        await api.close();
+      }
     });
 
     it("answers 204 and keeps nothing for a prediction that is not its task's current one", async () => {

@@ -11,8 +11,13 @@ export { storableText, UNSTORABLE_TEXT } from './storable-text';
 export {
   claimPrediction,
   forgetPrediction,
+  MAX_PREDICTION_OUTPUT_FILES,
   MODEL_WEBHOOK_PATH,
   modelWebhookUrl,
+  noteCancelledPrediction,
+  ORPHANED_PREDICTIONS_KEY,
+  returnOrphanedPredictions,
+  takeOrphanedPredictions,
   PREDICTION_UPDATED_CHANNEL,
   predictionId,
   predictionKey,
@@ -23,4 +28,4 @@ export {
   taskOfPrediction,
   TERMINAL_PREDICTION_STATUSES,
 } from './model-predictions';
-export type { PredictionRecord, PredictionRedis, PredictionUpdate } from './model-predictions';
+export type { OrphanRedis, PredictionRecord, PredictionRedis, PredictionUpdate } from './model-predictions';

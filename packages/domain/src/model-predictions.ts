@@ -47,6 +47,8 @@ export function taskOfPrediction(id: string): string | null {
 /** What the hash holds about a task's prediction. */
 export interface PredictionRecord {
   current: string | null;
+  /** The task kind whose model server runs it (so whoever abandons it knows which server to ask). */
+  kind: string | null;
   status: string | null;
   progress: number | null;
   /** The terminal prediction JSON (text), when it came inline. */
@@ -67,6 +69,9 @@ export interface PredictionUpdate {
   ref: string | null;
 }
 
+/** The most files a prediction's output may hold (a list); a worker refuses more (`engine_error`). */
+export const MAX_PREDICTION_OUTPUT_FILES = 20;
+
 /** The subset of an ioredis client used here. */
 export interface PredictionRedis extends MarkerRedis {
   hgetall(key: string): Promise<Record<string, string>>;
@@ -75,6 +80,7 @@ export interface PredictionRedis extends MarkerRedis {
 
 const CLAIM_SCRIPT = `
 local fresh = redis.call('HSETNX', KEYS[1], 'current', ARGV[1])
+if fresh == 1 then redis.call('HSET', KEYS[1], 'kind', ARGV[3]) end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return {redis.call('HGET', KEYS[1], 'current'), fresh}`;
 
@@ -82,8 +88,8 @@ return {redis.call('HGET', KEYS[1], 'current'), fresh}`;
  * The prediction the task's run uses: the one recorded already (a run before this one created it
  * and did not see it end; `fresh` false), else `candidate`, recorded now (`fresh` true).
  */
-export async function claimPrediction(redis: PredictionRedis, publicId: string, candidate: string): Promise<{ id: string; fresh: boolean }> {
-  const [id, fresh] = (await redis.eval(CLAIM_SCRIPT, 1, predictionKey(publicId), candidate, PREDICTION_TTL_SECONDS)) as [string, number];
+export async function claimPrediction(redis: PredictionRedis, publicId: string, candidate: string, kind: string): Promise<{ id: string; fresh: boolean }> {
+  const [id, fresh] = (await redis.eval(CLAIM_SCRIPT, 1, predictionKey(publicId), candidate, PREDICTION_TTL_SECONDS, kind)) as [string, number];
   return { id: String(id), fresh: fresh === 1 };
 }
 
@@ -129,6 +135,7 @@ export async function readPrediction(redis: PredictionRedis, publicId: string): 
   const progress = h.progress === undefined ? NaN : Number(h.progress);
   return {
     current: h.current ?? null,
+    kind: h.kind ?? null,
     status: h.status ?? null,
     progress: Number.isFinite(progress) ? progress : null,
     payload: h.payload ?? null,
@@ -136,9 +143,49 @@ export async function readPrediction(redis: PredictionRedis, publicId: string): 
   };
 }
 
-/** Forgets the task's prediction (its run is over: the next run starts a new one). */
-export async function forgetPrediction(redis: PredictionRedis, publicId: string): Promise<void> {
-  await redis.del(predictionKey(publicId));
+/**
+ * Tasks cancelled while their prediction was followed by no run (handed back at a shutdown, then
+ * cancelled while queued: the job is removed, so no run will see it), for a worker to cancel the
+ * prediction on its model server (`takeOrphanedPredictions`).
+ */
+export const ORPHANED_PREDICTIONS_KEY = 'taskapi:predictions:orphaned';
+
+/** The subset of an ioredis client the orphan list uses. */
+export interface OrphanRedis {
+  hexists(key: string, field: string): Promise<number>;
+  sadd(key: string, ...members: string[]): Promise<number>;
+  spop(key: string, count: number): Promise<string[]>;
+}
+
+/** After a cancel: notes the task when it left a prediction (one HEXISTS; nothing for tasks that never had one). */
+export async function noteCancelledPrediction(redis: OrphanRedis, publicId: string): Promise<void> {
+  if ((await redis.hexists(predictionKey(publicId), 'current')) === 1) await redis.sadd(ORPHANED_PREDICTIONS_KEY, publicId);
+}
+
+/** Takes up to `count` noted tasks (each taken once, by one worker). */
+export function takeOrphanedPredictions(redis: OrphanRedis, count: number): Promise<string[]> {
+  return redis.spop(ORPHANED_PREDICTIONS_KEY, count);
+}
+
+/** Notes tasks again (taken by a worker that does not serve their kind). */
+export async function returnOrphanedPredictions(redis: OrphanRedis, publicIds: readonly string[]): Promise<void> {
+  if (publicIds.length > 0) await redis.sadd(ORPHANED_PREDICTIONS_KEY, ...publicIds);
+}
+
+// Reads the refs and deletes the record in one step, so a large body the API stores meanwhile is
+// either among the refs returned or ignored (its update finds no current prediction).
+const FORGET_SCRIPT = `
+local refs = redis.call('HGET', KEYS[1], 'refs')
+redis.call('DEL', KEYS[1])
+return refs`;
+
+/**
+ * Forgets the task's prediction (its run is over: the next run starts a new one). Returns the
+ * file-store keys of the large bodies the API kept for it, for the caller to delete.
+ */
+export async function forgetPrediction(redis: PredictionRedis, publicId: string): Promise<string[]> {
+  const refs = (await redis.eval(FORGET_SCRIPT, 1, predictionKey(publicId))) as string | null;
+  return refs ? refs.split(' ') : [];
 }
 
 /**

@@ -3,7 +3,7 @@ import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
 import type { Config } from '@taskapi/config';
 import type { Database } from '@taskapi/db';
-import { PREDICTION_UPDATED_CHANNEL, TaskStatus } from '@taskapi/domain';
+import { PREDICTION_UPDATED_CHANNEL, readPrediction, returnOrphanedPredictions, takeOrphanedPredictions, TaskStatus } from '@taskapi/domain';
 import { WorkerShutdown } from '@taskapi/engines';
 import { createEgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
@@ -28,6 +28,8 @@ import { runTaskProcessor, type RunTaskOutcome } from './processors/run-task';
 const SCHEDULER_UPKEEP_MS = 1_000;
 /** How often each worker reports its idle slots (well within the scheduler's 10 s before it takes a worker for gone). */
 const HEARTBEAT_MS = 2_000;
+/** How often a worker with model servers looks for predictions of tasks cancelled while queued. */
+const ORPHAN_SWEEP_MS = 2_000;
 
 export interface WorkerService {
   /** Port of /healthz, /readyz and /metrics, when OPS_PORT is set. */
@@ -119,6 +121,7 @@ export async function startWorkerService(
         slots,
         retryBackoffMs: config.taskRetryBackoffMs,
         running,
+        abandonPrediction: (publicId) => abandon(kind, publicId),
       },
       kind,
     );
@@ -148,8 +151,9 @@ export async function startWorkerService(
         await scheduler.done(job.data.public_id).catch((e: unknown) =>
           logger.warn('could not tell the scheduler a given-up job ended; the sweeper will', { public_id: job.data.public_id, error: (e as Error).message }),
         );
-        if (!finished) return;
+        // Whoever ended the task, a prediction its runs left is read by nobody now.
         await abandon(kind, job.data.public_id);
+        if (!finished) return;
         metrics.observeRun(kind, 'failed', 0);
         logger.warn('task failed after its job gave up', { public_id: job.data.public_id, job_id: job.id, reason: err.message });
       })().catch((e: unknown) =>
@@ -167,11 +171,32 @@ export async function startWorkerService(
       redis,
       lockKey: `taskapi:sweeper:tasks:${kind}`,
       task: async () => {
-        const result = await sweepTasks({ ...announce, taskQueues, scheduler }, kind, config.sweeperIntervalMs);
+        const result = await sweepTasks({ ...announce, taskQueues, scheduler, abandonPrediction: (publicId) => abandon(kind, publicId) }, kind, config.sweeperIntervalMs);
         if (result.requeued || result.failed || result.released) logger.info('task sweeper recovered work', { kind, ...result });
       },
     }),
   );
+
+  // Predictions of tasks cancelled while no run followed them (noted by the API's cancel): cancelled
+  // on their kind's model server by a worker that has it, within ORPHAN_SWEEP_MS.
+  const orphans =
+    Object.keys(cogServers).length === 0
+      ? undefined
+      : runPeriodically({
+          name: 'orphaned predictions',
+          intervalMs: ORPHAN_SWEEP_MS,
+          logger,
+          task: async () => {
+            const notServed: string[] = [];
+            for (const publicId of await takeOrphanedPredictions(redis, 100)) {
+              const { current, kind } = await readPrediction(redis, publicId);
+              if (current === null || running.has(publicId)) continue;
+              if (kind !== null && kind in cogServers) await abandon(kind as TaskKind, publicId);
+              else notServed.push(publicId);
+            }
+            await returnOrphanedPredictions(redis, notServed);
+          },
+        });
 
   // This process's idle slots, so the scheduler releases tasks for them: now, and every few seconds
   // (a worker not heard from for 10 s is taken for gone, its slots with it).
@@ -210,7 +235,7 @@ export async function startWorkerService(
       slots.close();
       const closing = Promise.all(workers.map((w) => w.close()));
       shutdown.abort(new WorkerShutdown());
-      await Promise.all([closing, beats.stop(), ...sweepers.map((s) => s.stop()), upkeep.stop(), retention.stop(), ops?.close()]);
+      await Promise.all([closing, beats.stop(), orphans?.stop(), ...sweepers.map((s) => s.stop()), upkeep.stop(), retention.stop(), ops?.close()]);
       await scheduler.leave(slots.workerId).catch((err: unknown) => logger.warn('could not tell the scheduler this worker stopped', { error: (err as Error).message }));
       // Aborted engines were not waited for; give them a moment to remove their temporary files.
       await Promise.race([Promise.allSettled([...engineRuns]), delay(1_000)]);

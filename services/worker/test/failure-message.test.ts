@@ -91,10 +91,12 @@ describe("error_message: a Cog model server's answers", () => {
   let server: http.Server;
   let url: string;
   let reply: { status: number; body: string } = { status: 200, body: '{}' };
+  let health = 'READY';
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       req.resume();
       req.on('end', () => {
+        if (req.url === '/health-check') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: health }));
         res.writeHead(reply.status, { 'content-type': 'application/json' });
         res.end(reply.body);
       });
@@ -141,7 +143,23 @@ describe("error_message: a Cog model server's answers", () => {
     expect(await failWith(500, { detail: 'db at 10.1.2.3 down' })).toEqual({ code: 'engine_error', message: 'The model server failed (HTTP 500). Please try again later.' });
   });
 
-  it('409 and 503 are busy, not failures', async () => {
+  it("a 503 from a server whose setup failed is a failed attempt (retried), not busy: its tasks must end", async () => {
+    health = 'SETUP_FAILED';
+    try {
+      reply = { status: 503, body: '{"error":"setup failed","status":"failed"}' };
+      const cog = new CogServer({ url, maxConcurrency: 2, busyRetryMs: 1000 });
+      const err = await caught(() => cog.startAsync(request, never()));
+      await cog.close();
+      expect(err).toBeInstanceOf(EngineError);
+      expect((err as EngineError).retryable).toBe(true);
+      expect(messageFor(err)).toEqual({ code: 'engine_error', message: 'The model server is not available. Please try again later.' });
+    } finally {
+      health = 'READY';
+    }
+  });
+
+  it('409, and 503 while the model starts, are busy, not failures', async () => {
+    health = 'STARTING';
     for (const status of [409, 503]) {
       reply = { status, body: '{}' };
       const cog = new CogServer({ url, maxConcurrency: 2, busyRetryMs: 1234 });
@@ -150,6 +168,7 @@ describe("error_message: a Cog model server's answers", () => {
       expect(err).toBeInstanceOf(EngineBusyError);
       expect((err as EngineBusyError).retryInMs).toBe(1234);
     }
+    health = 'READY';
   });
 
   it('an unreachable model server', async () => {

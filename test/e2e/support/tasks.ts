@@ -1,11 +1,17 @@
 import { waitFor } from '@taskapi/testing';
 import type { TestApi } from '../../../services/api/test/support/harness';
 
-/** Polls the public API until the task reaches one of `statuses` (by default any terminal one). */
+/**
+ * Reads the task through the public API until it reaches one of `statuses` (by default any
+ * terminal one). Waiting for a terminal status long-polls (`Prefer: wait`), so a slow run costs a
+ * request every few seconds, not twenty a second against the key's per-minute limit.
+ */
 export async function waitForTask(api: TestApi, apiKey: string, publicId: string, statuses = [20, 30, 40], timeoutMs = 30_000): Promise<any> {
+  const terminalOnly = statuses.every((s) => s >= 20);
+  const headers: Record<string, string> = { 'x-api-key': apiKey, ...(terminalOnly ? { prefer: 'wait=2' } : {}) };
   return waitFor(
     async () => {
-      const res = await api.req('GET', `/api/tasks/${publicId}`, { headers: { 'x-api-key': apiKey } });
+      const res = await api.req('GET', `/api/tasks/${publicId}`, { headers });
       return statuses.includes(res.body?.status) ? res.body : undefined;
     },
     { timeoutMs, intervalMs: 50, what: `task ${publicId} to reach ${statuses.join('/')}` },

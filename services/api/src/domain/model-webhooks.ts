@@ -16,6 +16,12 @@ import { ApiError, unavailable } from '../errors';
 /** Bodies up to this size are read here; larger ones go to the file store for the worker. */
 export const READ_LIMIT_BYTES = 1024 * 1024;
 
+/**
+ * A body without a declared length (chunked) must be held in memory before it can be stored:
+ * taken up to this size only. Cog sends its webhooks with a `Content-Length`.
+ */
+export const CHUNKED_LIMIT_BYTES = 64 * 1024 * 1024;
+
 /** The part of Cog's prediction object read here. */
 const predictionSchema = z.looseObject({ status: z.string().min(1).max(40), logs: z.unknown().optional(), metrics: z.unknown().optional() });
 
@@ -53,7 +59,7 @@ export async function recordModelWebhook(
     throw new ApiError('BODY_TOO_LARGE', { params: { limit: deps.maxBodyBytes } });
   }
   if (length !== undefined && length > READ_LIMIT_BYTES) return storeLarge(deps, publicId, predictionId, { stream: body, size: length });
-  const bytes = await readUpTo(body, deps.maxBodyBytes);
+  const bytes = await readUpTo(body, Math.min(deps.maxBodyBytes, CHUNKED_LIMIT_BYTES));
   if (bytes.length > READ_LIMIT_BYTES) return storeLarge(deps, publicId, predictionId, bytes);
 
   let json: unknown;
@@ -79,7 +85,14 @@ async function storeLarge(deps: ModelWebhookDeps, publicId: string, predictionId
     // The body ended short of its length, or broke off.
     throw new ApiError('BODY_UNREADABLE', { cause: err });
   }
-  const outcome = await record(deps, publicId, { predictionId, status: '', progress: null, payload: null, ref });
+  let outcome: ModelWebhookOutcome;
+  try {
+    outcome = await record(deps, publicId, { predictionId, status: '', progress: null, payload: null, ref });
+  } catch (err) {
+    // Not kept (Redis unavailable: the model server sends it again), so not left in the store either.
+    await deps.store.deleteMany([ref]).catch(() => undefined);
+    throw err;
+  }
   if (outcome === 'ignored') await deps.store.deleteMany([ref]).catch(() => undefined);
   return outcome;
 }

@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import { MODEL_WEBHOOK_PATH } from '@taskapi/domain';
 import { sequentialIds } from '@taskapi/ids';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
 import { accessLogLevel } from './access-log-level';
@@ -10,9 +11,17 @@ const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Label of every request no declared route matches: one value, never the raw path (cardinality). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
+// A model server's webhook URL ends with its token (a capability: whoever has it can post that
+// prediction's result), which the access line must not carry.
+const MODEL_WEBHOOK_PREFIX = `${MODEL_WEBHOOK_PATH}/`;
+
+/** The path to log: no query string, and no token of a model webhook URL. */
 const pathOf = (url: string) => {
   const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
+  const path = q === -1 ? url : url.slice(0, q);
+  if (!path.startsWith(MODEL_WEBHOOK_PREFIX)) return path;
+  const slash = path.indexOf('/', MODEL_WEBHOOK_PREFIX.length);
+  return slash === -1 ? path : `${path.slice(0, slash)}/[token]`;
 };
 
 /** Express's `/files/:name` in the registry's `{name}` style, so one label format is used everywhere. */

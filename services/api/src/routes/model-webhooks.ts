@@ -3,14 +3,17 @@
 // served beside the registry, unauthenticated but for the prediction's token, and takes bodies
 // as large as a model's output (streamed to the file store past 1 MiB, never parsed whole here).
 import type { RequestHandler } from 'express';
+import { MAX_PREDICTION_OUTPUT_FILES } from '@taskapi/domain';
 import type { ApiDeps } from '../deps';
 import { authorizeModelWebhook, recordModelWebhook } from '../domain/model-webhooks';
 import { ApiError } from '../errors';
 
 /** The handler of `POST MODEL_WEBHOOK_PATH/:predictionId/:token` (@taskapi/domain). */
 export function modelWebhookHandler(deps: ApiDeps): RequestHandler {
-  // The largest output as base64, and room for the prediction's other fields (logs, metrics).
-  const maxBodyBytes = Math.ceil((deps.config.cogOutputMaxBytes * 4) / 3) + 4 * 1024 * 1024;
+  // The largest output (as many files as a prediction may return, each at the cap, as base64), and
+  // room for the prediction's other fields (logs, metrics). Past 1 MiB a body with a length is
+  // streamed to the file store, never held here.
+  const maxBodyBytes = Math.ceil((deps.config.cogOutputMaxBytes * 4) / 3) * MAX_PREDICTION_OUTPUT_FILES + 16 * 1024 * 1024;
   return (req, res, next) => {
     void (async () => {
       const { predictionId, token } = req.params as { predictionId: string; token: string };

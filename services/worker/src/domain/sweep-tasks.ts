@@ -9,6 +9,8 @@ import { INTERNAL_ERROR_MESSAGE } from './failure-message';
 export interface SweepTasksDeps extends AnnounceDeps {
   taskQueues: TaskQueues;
   scheduler: TaskScheduler;
+  /** A task it failed may have left a prediction on a model server: cancelled, since nobody will read it. */
+  abandonPrediction?: (publicId: string) => Promise<void>;
 }
 
 export interface SweepResult {
@@ -40,6 +42,7 @@ export async function sweepTasks(deps: SweepTasksDeps, kind: TaskKind, graceMs: 
   const fail = async (publicId: string) => {
     const finished = await finishAndAnnounce(deps, publicId, { status: TaskStatus.failed, errorCode: 'internal_error', errorMessage: INTERNAL_ERROR_MESSAGE });
     await deps.scheduler.done(publicId);
+    await deps.abandonPrediction?.(publicId);
     if (finished) result.failed++;
   };
   // Keyset pages over the whole backlog: a page of live jobs must not hide missing ones behind it.

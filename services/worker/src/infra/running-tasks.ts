@@ -60,6 +60,11 @@ export class RunningTasks {
     };
   }
 
+  /** Whether this process runs the task now. */
+  has(publicId: string): boolean {
+    return this.runs.has(publicId);
+  }
+
   /** Runs in progress (for tests and shutdown logs). */
   get size(): number {
     let n = 0;

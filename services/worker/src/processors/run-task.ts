@@ -38,6 +38,11 @@ export interface RunTaskDeps extends AnnounceDeps {
   retryBackoffMs: number;
   /** The runs of this process by task, so a cancel (on any replica) stops the one running it. */
   running: RunningTasks;
+  /**
+   * A task found already terminal may have left a prediction on a model server (handed back at a
+   * shutdown, then cancelled while queued): cancelled now, since nobody will read it.
+   */
+  abandonPrediction?: (publicId: string) => Promise<void>;
 }
 
 /** What a processed job reports (visible in Bull Board). */
@@ -90,6 +95,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     const task = await claimTask(deps.db, publicId);
     if (!task) {
       await tell('found nothing to do', (report) => deps.scheduler.done(publicId, report));
+      await deps.abandonPrediction?.(publicId).catch((err: unknown) => log().warn('could not cancel the prediction of a finished task', { error: (err as Error).message }));
       log().info('task already finished or unknown; skipped');
       return { outcome: 'skipped' };
     }

@@ -42,7 +42,7 @@ const ASYNC_WEBHOOK_EVENTS = ['logs', 'completed'] as const;
 const RECHECK_MS = 5_000;
 /** After a stream is cut, the final webhook may be on its way: wait this long for it before re-attaching. */
 const REATTACH_GRACE_MS = 2_000;
-/** Cuts in a row, each without a single event, before the attempt fails (and is retried). */
+/** Cuts in a row, each without a new event, before the run stops re-attaching and waits for the final webhook. */
 const MAX_EMPTY_REATTACHES = 5;
 /** The tail of a stream's logs kept to read progress from. */
 const LOG_TAIL_CHARS = 4096;
@@ -81,7 +81,7 @@ export function createCogEngine(deps: CogEngineDeps): Engine {
 
 async function runPrediction(deps: CogEngineDeps, input: EngineInput, signal: AbortSignal): Promise<EngineOutput> {
   const { server, redis } = deps;
-  const { id, fresh } = await claimPrediction(redis, input.publicId, predictionId(input.publicId, input.attempt ?? 1));
+  const { id, fresh } = await claimPrediction(redis, input.publicId, predictionId(input.publicId, input.attempt ?? 1), deps.kind);
   let keep = false;
   let final: Prediction | undefined;
   server.started();
@@ -155,6 +155,9 @@ async function followStream(deps: CogEngineDeps, request: CogPredictionRequest, 
   const final = byWebhook.then((prediction) => ({ final: prediction }));
   try {
     let emptyCuts = 0;
+    // Cog replays a prediction's events from its start to each stream: only events past the most
+    // any stream of this run saw are new.
+    let mostEvents = 0;
     for (;;) {
       const streamed = await Promise.race([final, attachStream(deps, request, input, following)]);
       if (streamed.final) return streamed.final;
@@ -163,8 +166,13 @@ async function followStream(deps: CogEngineDeps, request: CogPredictionRequest, 
       // Cut (or the server's replay buffer lost events): the final webhook may be on its way.
       const graced = await Promise.race([final, sleep(REATTACH_GRACE_MS, undefined, { signal: following }).then(() => undefined)]);
       if (graced) return graced.final;
-      emptyCuts = streamed.events > 0 ? 0 : emptyCuts + 1;
-      if (emptyCuts >= MAX_EMPTY_REATTACHES) throw new EngineError(`the event stream of prediction ${request.id} kept closing`, true);
+      emptyCuts = streamed.events > mostEvents ? 0 : emptyCuts + 1;
+      mostEvents = Math.max(mostEvents, streamed.events);
+      if (emptyCuts >= MAX_EMPTY_REATTACHES) {
+        // Something between keeps cutting the stream: the final webhook still comes.
+        deps.logger.warn('prediction stream keeps closing without news; following its webhooks', { public_id: input.publicId, prediction_id: request.id });
+        return await byWebhook;
+      }
       deps.logger.info('prediction stream cut; re-attaching', { public_id: input.publicId, prediction_id: request.id });
     }
   } catch (err) {
@@ -182,6 +190,9 @@ async function attachStream(deps: CogEngineDeps, request: CogPredictionRequest, 
     stream = await deps.server.stream(request, signal);
   } catch (err) {
     if (signal.aborted) throw signal.reason as Error;
+    // The server is gone or failing (it may have restarted and lost the prediction): the attempt
+    // fails and is retried, instead of waiting for a final webhook that may never come.
+    if (err instanceof EngineError && err.retryable) throw err;
     // Refused (too many subscribers, or busy because the prediction just ended): follow by webhook.
     deps.logger.info('could not attach to a prediction stream; following its webhooks', { public_id: input.publicId, prediction_id: request.id, reason: (err as Error).message });
     return {};
@@ -311,7 +322,13 @@ function safeJson(text: string): unknown {
  * left on the model server is cancelled, since nobody will read it, and its record forgotten.
  */
 export async function abandonPrediction(deps: Pick<CogEngineDeps, 'server' | 'redis' | 'store' | 'logger'>, publicId: string): Promise<void> {
-  const { current } = await readPrediction(deps.redis, publicId);
+  let current: string | null;
+  try {
+    ({ current } = await readPrediction(deps.redis, publicId));
+  } catch (err) {
+    deps.logger.warn('could not look up the prediction of an ended task; it expires on its own', { public_id: publicId, error: (err as Error).message });
+    return;
+  }
   if (current === null) return;
   await deps.server.cancel(current).catch((e: unknown) => deps.logger.warn('could not cancel an abandoned prediction', { public_id: publicId, prediction_id: current, error: (e as Error).message }));
   await forget(deps, publicId);
@@ -320,10 +337,9 @@ export async function abandonPrediction(deps: Pick<CogEngineDeps, 'server' | 're
 /** The run is over: the next one starts a new prediction. Large bodies the API stored go too. */
 async function forget(deps: Pick<CogEngineDeps, 'redis' | 'store' | 'logger'>, publicId: string): Promise<void> {
   try {
-    const { refs } = await readPrediction(deps.redis, publicId);
+    const refs = await forgetPrediction(deps.redis, publicId);
     if (refs.length > 0) await deps.store.deleteMany(refs);
-    await forgetPrediction(deps.redis, publicId);
   } catch (err) {
-    deps.logger.warn('could not forget a finished prediction; it expires on its own', { public_id: publicId, error: (err as Error).message });
+    deps.logger.warn('could not forget a finished prediction; its record expires on its own (large bodies it kept stay in the store)', { public_id: publicId, error: (err as Error).message });
   }
 }

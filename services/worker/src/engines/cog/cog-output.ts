@@ -4,6 +4,7 @@
 // capped and their content type checked; face boxes as `{"face_coordinates": [...]}`.
 import { request } from 'undici';
 import { EgressError, type EgressClient } from '@taskapi/egress';
+import { MAX_PREDICTION_OUTPUT_FILES } from '@taskapi/domain';
 import { EngineError, type EngineFile, type EngineOutput } from '@taskapi/engines';
 import type { TaskKind } from '@taskapi/task-kinds';
 
@@ -38,7 +39,7 @@ export async function taskOutput(kind: TaskKind, output: unknown, metrics: unkno
   const shape: KindOutput = COG_OUTPUTS[kind];
   if ('faces' in shape) return { result: { face_coordinates: faceBoxes(output) } };
   const values = Array.isArray(output) ? output : [output];
-  if (values.length === 0 || values.length > 20 || !values.every((v): v is string => typeof v === 'string')) {
+  if (values.length === 0 || values.length > MAX_PREDICTION_OUTPUT_FILES || !values.every((v): v is string => typeof v === 'string')) {
     throw badOutput('expected a file (a data: or http(s) URL) or a list of them');
   }
   const files: EngineFile[] = [];

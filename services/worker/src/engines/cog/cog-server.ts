@@ -113,7 +113,7 @@ export class CogServer {
       this.streaming = false;
       return { kind: 'not-streaming' };
     }
-    await this.refuseUnlessOk(res, [200]);
+    await this.refuseUnlessOk(res, [200], false);
     this.streaming = true;
     return { kind: 'events', events: sseEvents(res.body) };
   }
@@ -121,7 +121,7 @@ export class CogServer {
   /** `PUT /predictions/{id}` with `Prefer: respond-async`: created (or already running), updates come by webhook. */
   async startAsync(req: CogPredictionRequest, signal: AbortSignal): Promise<void> {
     const res = await this.put(req, { prefer: 'respond-async' }, signal);
-    await this.refuseUnlessOk(res, [200, 201, 202]);
+    await this.refuseUnlessOk(res, [200, 201, 202], true);
     await res.body.dump();
   }
 
@@ -205,20 +205,28 @@ export class CogServer {
   }
 
   /**
-   * 409 (all slots busy) and 503 (still starting) are busy, not failures; 422 is input the model
-   * can never take; any other 4xx is a failure; 5xx is retried.
+   * 409 (all slots busy) and 503 while the model is still starting are busy, not failures; a 503
+   * from a server whose setup failed (or that went defunct) is a failed attempt, retried like an
+   * unreachable server, so its tasks end instead of waiting forever; 422 is input the model can
+   * never take; any other 4xx is a failure; 5xx is retried. Only a create (`learn`) teaches the
+   * capacity: a 409 to a stream request says nothing new was refused.
    */
-  private async refuseUnlessOk(res: Dispatcher.ResponseData, ok: readonly number[]): Promise<void> {
+  private async refuseUnlessOk(res: Dispatcher.ResponseData, ok: readonly number[], learn: boolean): Promise<void> {
     if (ok.includes(res.statusCode)) return;
     const text = await res.body.text().catch(() => '');
-    if (res.statusCode === 409 || res.statusCode === 503) {
-      if (res.statusCode === 409) {
+    if (res.statusCode === 409) {
+      if (learn) {
         this.learned = Math.max(1, Math.min(this.learned, this.inFlight));
         this.lastRefusedAt = Date.now();
         this.lastHealth = 'BUSY';
         this.opts.onCapacity?.(this.learned);
       }
-      throw this.busy(`it answered ${res.statusCode} (${res.statusCode === 409 ? 'at capacity' : 'not ready'})`);
+      throw this.busy('it answered 409 (at capacity)');
+    }
+    if (res.statusCode === 503) {
+      const health = await this.health().catch(() => 'unreachable');
+      if (health === 'STARTING' || health === 'BUSY' || health === 'READY') throw this.busy(`it answered 503 (${health})`);
+      throw new EngineError(`model server ${this.origin} answered 503 and its health check says ${health}`, true, 'The model server is not available. Please try again later.');
     }
     if (res.statusCode === 422) throw new TaskInputError(validationMessage(text));
     // The body is the server's own words: logged, never the task's message.
