@@ -97,10 +97,14 @@ describe('graceful shutdown of the processes users start', () => {
 
     // The image's entry point this time. The job waits in the queue: picked up within seconds.
     const second = await start('worker', env, 'worker started', 'node');
-    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the second worker to re-attach' });
+    // Its create (answered with the running prediction) and its stream: released only then, or the
+    // prediction could end between the two, and the stream's PUT would start it again.
+    await waitFor(() => cog.putRequests()[id]! >= puts + 2, { what: 'the second worker to re-attach' });
     cog.held.release(id);
     expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
     expect(await taskRow(publicId)).toEqual({ status: 20, attempts: 1 });
+    // Its log lines reach the pipe a moment after the commit the API read.
+    await waitFor(() => second.logs.some((l) => l.public_id === publicId && l.message === 'task completed'), { what: "the second worker's completion line" });
     expect(second.logs.filter((l) => l.public_id === publicId).map((l) => l.message)).toEqual(['task started', 'task completed']);
     expect(await ledgerOf(system.api, publicId)).toEqual([{ entry_type: 'charge', amount: -10 }]);
     await receiver.waitForCount('/hooks', 1);

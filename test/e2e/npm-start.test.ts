@@ -73,7 +73,9 @@ describe('npm start', () => {
     // worker re-attaches to it by its id.
     const id = predictionId(publicId, 1);
     const puts = cog.putRequests()[id]!;
-    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the worker to re-attach' });
+    // Its create (answered with the running prediction) and its stream: released only then, or the
+    // prediction could end between the two, and the stream's PUT would start it again.
+    await waitFor(() => cog.putRequests()[id]! >= puts + 2, { what: 'the worker to re-attach' });
     cog.held.release(id);
     expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
     const { rows } = await system.api.deps.db.pool.query('SELECT attempts FROM tasks WHERE public_id = $1', [publicId]);

@@ -87,7 +87,9 @@ describe('a worker killed mid-task', () => {
     const second = await worker();
     // The dead worker's lock expires; the stalled job goes back to the queue and runs again: its
     // second attempt follows the first attempt's prediction, still running, instead of a new one.
-    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the second run to re-attach' });
+    // Its create (answered with the running prediction) and its stream: released only then, or the
+    // prediction could end between the two, and the stream's PUT would start it again.
+    await waitFor(() => cog.putRequests()[id]! >= puts + 2, { what: 'the second run to re-attach' });
     cog.held.release(id);
     const task = await waitForTask(system.api, key.plaintext, publicId);
     expect(task).toMatchObject({ status: 20, error_code: null, files: [expect.objectContaining({ name: 'video.gif' })] });
@@ -112,7 +114,9 @@ describe('a worker killed mid-task', () => {
     await first.kill('SIGKILL');
     const puts = cog.putRequests()[id]!;
     const second = await worker();
-    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the second run to re-attach' });
+    // Its create (answered with the running prediction) and its stream: released only then, or the
+    // prediction could end between the two, and the stream's PUT would start it again.
+    await waitFor(() => cog.putRequests()[id]! >= puts + 2, { what: 'the second run to re-attach' });
     await second.kill('SIGKILL');
 
     // Stalled more often than allowed (maxStalledCount 1): BullMQ fails the job, the worker fails the task.
@@ -183,7 +187,9 @@ describe('a worker killed mid-task', () => {
     const puts = cog.putRequests()[id]!;
 
     const second = await worker();
-    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the second worker to re-attach' });
+    // Its create (answered with the running prediction) and its stream: released only then, or the
+    // prediction could end between the two, and the stream's PUT would start it again.
+    await waitFor(() => cog.putRequests()[id]! >= puts + 2, { what: 'the second worker to re-attach' });
     cog.held.release(id);
     expect((await waitForTask(system.api, key.plaintext, publicId)).status).toBe(20);
     expect(await attemptsColumn(publicId)).toBe(1);
