@@ -1,3 +1,3 @@
 export { ConfigError } from './config-error';
-export { CONFIG_VARIABLES, loadConfig, loadDatabaseUrl } from './load-config';
-export type { AdminCredentials, Config, RateLimitPolicy } from './load-config';
+export { CONFIG_VARIABLES, loadConfig, loadDatabaseUrl, loadTelemetryConfig } from './load-config';
+export type { AdminCredentials, Config, RateLimitPolicy, TelemetryConfig } from './load-config';

@@ -9,6 +9,34 @@ import { commaList, envSchema, flag, millisecondsFromZero, named, parseEnv, port
 const httpUrl = (problem: string) => z.url({ protocol: /^https?$/, ...named(problem) });
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
 
+/** OpenTelemetry (docs/architecture.md, "Tracing"): the standard `OTEL_*` names, read here like every other variable. */
+const telemetrySettings = {
+  /** `true`: the SDK is not started at all (no spans, no `traceparent`, no `trace_id` on lines). */
+  sdkDisabled: variable('OTEL_SDK_DISABLED', flag().default(false)),
+  /** OTLP/HTTP base URL of a collector (`/v1/traces` is appended); unset = nothing is exported. */
+  endpoint: variable('OTEL_EXPORTER_OTLP_ENDPOINT', httpUrl('must be an http(s) URL').transform(withoutTrailingSlash).optional()),
+  /** `name=value,...` sent with every export (a collector's API key): a secret, never logged. */
+  headers: variable(
+    'OTEL_EXPORTER_OTLP_HEADERS',
+    commaList((s) => {
+      const eq = s.indexOf('=');
+      return eq > 0 ? ([decodeURIComponent(s.slice(0, eq).trim()), decodeURIComponent(s.slice(eq + 1).trim())] as const) : undefined;
+    })
+      .transform((pairs) => Object.freeze(Object.fromEntries(pairs)) as Readonly<Record<string, string>>)
+      .optional(),
+  ),
+  /** `service.name` of the spans; default the service's own (`api`, `worker`, `webhook-dispatcher`). */
+  serviceName: variable('OTEL_SERVICE_NAME', z.string().min(1).optional()),
+  /** Share of new traces recorded when exporting, 0 to 1 (parent-based: a sampled caller's trace is kept). */
+  samplerRatio: variable(
+    'OTEL_TRACES_SAMPLER_ARG',
+    z.string().regex(/^(0(\.\d+)?|1(\.0+)?)$/, named('must be a number from 0 to 1')).transform(Number).default(1),
+  ),
+};
+
+/** The OpenTelemetry settings alone: services read them before anything else loads (see @taskapi/telemetry). */
+export type TelemetryConfig = Parsed<typeof telemetrySettings>;
+
 /**
  * Every variable, once: its name, checks and default, at the config field it becomes. Fields that
  * depend on other variables are finished in `complete` below. `.default(value)` is the parsed
@@ -195,6 +223,7 @@ const settings = {
   keepAliveTimeoutMs: variable('HTTP_KEEP_ALIVE_TIMEOUT_MS', wholeNumber(3_600_000).default(65_000)),
   shutdownDrainMs: variable('SHUTDOWN_DRAIN_MS', millisecondsFromZero(120_000).optional()),
   devSecretsFile: variable('DEV_SECRETS_FILE', z.string().min(1).default('.dev-secrets.json')),
+  telemetry: telemetrySettings,
 };
 
 /** The name of every variable the configuration reads (deploy/kubernetes is checked against it). */
@@ -321,6 +350,11 @@ export type RateLimitPolicy = Config['rateLimits'][ApiKeyType];
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return parseEnv(configSchema, env);
+}
+
+/** Only the `OTEL_*` settings: each service reads them first, to start tracing before anything else loads. */
+export function loadTelemetryConfig(env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
+  return parseEnv(envSchema(telemetrySettings), env);
 }
 
 /**

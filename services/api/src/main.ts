@@ -1,3 +1,4 @@
+import './tracing';
 import http from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { runService } from '@taskapi/service';

@@ -1,5 +1,6 @@
 // The webhook dispatcher process: sends signed deliveries, schedules retries as delayed jobs,
 // records every attempt, and sweeps pending deliveries Redis lost.
+import './tracing';
 import { connectBackends, runService } from '@taskapi/service';
 import { startDispatcherService } from './dispatcher-service';
 

@@ -1,5 +1,6 @@
 // The worker process: runs the task kinds in WORKER_KINDS (one BullMQ queue each) with their
 // engines, and the sweeper that re-enqueues tasks Redis lost.
+import './tracing';
 import { connectBackends, runService } from '@taskapi/service';
 import { startWorkerService } from './worker-service';
 

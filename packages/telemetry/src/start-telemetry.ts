@@ -1,0 +1,177 @@
+import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { ExpressInstrumentation } from '@opentelemetry/instrumentation-express';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import {
+  AlwaysOffSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace';
+import type { Context } from '@opentelemetry/api';
+import type { Span } from '@opentelemetry/sdk-trace';
+
+/** What `startTelemetry` reads: `config.telemetry` of @taskapi/config (the standard `OTEL_*` variables). */
+export interface TelemetrySettings {
+  sdkDisabled: boolean;
+  endpoint?: string | undefined;
+  headers?: Readonly<Record<string, string>> | undefined;
+  serviceName?: string | undefined;
+  samplerRatio: number;
+}
+
+/** How tracing runs in this process. */
+export type TelemetryMode = 'disabled' | 'propagate-only' | 'export';
+
+/** Spans waiting for export at most; more are dropped (and counted) while a collector is slow or gone. */
+export const MAX_QUEUED_SPANS = 2048;
+
+interface TelemetryState {
+  mode: TelemetryMode;
+  sdk: NodeSDK | undefined;
+  dropped: number;
+  onDrop: Array<(n: number) => void>;
+  warned: boolean;
+}
+
+const state: TelemetryState = { mode: 'disabled', sdk: undefined, dropped: 0, onDrop: [], warned: false };
+
+function dropped(n: number, why: string): void {
+  state.dropped += n;
+  for (const listener of state.onDrop) listener(n);
+  if (!state.warned) {
+    state.warned = true;
+    // Once per process: an unreachable collector must not flood the logs (the metric keeps counting).
+    process.stderr.write(`${JSON.stringify({ level: 'warn', message: 'trace spans dropped', reason: why, note: 'further drops are only counted (taskapi_otel_spans_dropped_total)' })}\n`);
+  }
+}
+
+/**
+ * Bounds the spans that wait for export (`MAX_QUEUED_SPANS`, counted from the end of a span until
+ * its export settled) and counts every span that is dropped: for a full queue, or an export that
+ * failed. The batch processor below it never sees more than the bound, so it drops nothing itself.
+ */
+class BoundedExport implements SpanProcessor {
+  private pending = 0;
+  private readonly inner: BatchSpanProcessor;
+
+  constructor(exporter: SpanExporter) {
+    const counting: SpanExporter = {
+      export: (spans: ReadableSpan[], done: (result: ExportResult) => void) => {
+        exporter.export(spans, (result) => {
+          this.pending -= spans.length;
+          if (result.code !== ExportResultCode.SUCCESS) dropped(spans.length, result.error?.message ?? 'export failed');
+          done(result);
+        });
+      },
+      shutdown: () => exporter.shutdown(),
+      forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+    };
+    this.inner = new BatchSpanProcessor({
+      exporter: counting,
+      maxQueueSize: MAX_QUEUED_SPANS,
+      maxExportBatchSize: 512,
+      scheduledDelayMillis: 1_000,
+      exportTimeoutMillis: 10_000,
+    });
+  }
+
+  onStart(span: Span, parent: Context): void {
+    this.inner.onStart(span, parent);
+  }
+
+  onEnd(span: ReadableSpan): void {
+    if (this.pending >= MAX_QUEUED_SPANS) {
+      dropped(1, 'export queue full');
+      return;
+    }
+    this.pending++;
+    this.inner.onEnd(span);
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush();
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+}
+
+/** The SDK's own complaints (an exporter's errors are counted above) go to stderr as JSON, warnings and up. */
+const diagToStderr: DiagLogger = {
+  error: (message) => process.stderr.write(`${JSON.stringify({ level: 'error', message: `opentelemetry: ${message}` })}\n`),
+  warn: (message) => process.stderr.write(`${JSON.stringify({ level: 'warn', message: `opentelemetry: ${message}` })}\n`),
+  info: () => undefined,
+  debug: () => undefined,
+  verbose: () => undefined,
+};
+
+/**
+ * Starts OpenTelemetry for one service. Call it before anything that should be traced is loaded
+ * (pg, ioredis, express, undici, http): the instrumentations patch those modules as they are
+ * required. See docs/architecture.md, "Tracing":
+ *
+ * - `OTEL_SDK_DISABLED=true`: nothing is started; there are no trace ids.
+ * - no `OTEL_EXPORTER_OTLP_ENDPOINT`: the SDK runs with a sampler that records nothing and only the
+ *   HTTP and undici instrumentations, so a request's trace context (its `traceparent`, or a new
+ *   trace) is still known, stored with the task, logged and sent on, at next to no cost.
+ * - an endpoint: every instrumentation, spans exported over OTLP/HTTP (protobuf) to
+ *   `<endpoint>/v1/traces`, `MAX_QUEUED_SPANS` at most waiting.
+ */
+export function startTelemetry(defaultServiceName: string, settings: TelemetrySettings): TelemetryMode {
+  if (state.sdk || settings.sdkDisabled) return state.mode;
+  const exporting = settings.endpoint !== undefined;
+  diag.setLogger(diagToStderr, DiagLogLevel.WARN);
+  const instrumentations = [
+    new HttpInstrumentation({ disableOutgoingRequestInstrumentation: false }),
+    new UndiciInstrumentation(),
+    ...(exporting
+      ? [new ExpressInstrumentation(), new PgInstrumentation({ requireParentSpan: true }), new IORedisInstrumentation({ requireParentSpan: true })]
+      : []),
+  ];
+  const sdk = new NodeSDK({
+    resource: resourceFromAttributes({ 'service.name': settings.serviceName ?? defaultServiceName }),
+    autoDetectResources: false,
+    sampler: exporting ? new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.samplerRatio) }) : new AlwaysOffSampler(),
+    spanProcessors: exporting
+      ? [new BoundedExport(new OTLPTraceExporter({ url: `${settings.endpoint}/v1/traces`, headers: { ...settings.headers }, timeoutMillis: 10_000 }))]
+      : [],
+    instrumentations,
+    // Nothing but traces: metrics stay on /metrics (Prometheus), logs on stdout.
+    metricReaders: [],
+    logRecordProcessors: [],
+  });
+  sdk.start();
+  state.sdk = sdk;
+  state.mode = exporting ? 'export' : 'propagate-only';
+  return state.mode;
+}
+
+/** How tracing runs in this process (`disabled` until `startTelemetry` started it). */
+export function telemetryMode(): TelemetryMode {
+  return state.mode;
+}
+
+/** Calls `listener` with the number of spans dropped each time some are (for a Prometheus counter); returns the count so far. */
+export function onSpansDropped(listener: (n: number) => void): number {
+  state.onDrop.push(listener);
+  return state.dropped;
+}
+
+/** Exports what is still queued (bounded by the exporter's timeout) and stops the SDK. */
+export async function stopTelemetry(): Promise<void> {
+  const sdk = state.sdk;
+  if (!sdk) return;
+  state.sdk = undefined;
+  await sdk.shutdown().catch(() => undefined);
+}
