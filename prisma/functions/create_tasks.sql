@@ -15,7 +15,8 @@ CREATE OR REPLACE FUNCTION "create_tasks"(
     p_callback_urls TEXT[],
     p_costs INTEGER[],
     p_upload_types TEXT[],
-    p_upload_data BYTEA[]
+    p_upload_data BYTEA[],
+    p_trace_parents TEXT[] DEFAULT NULL
 ) RETURNS TABLE ("ordinal" INTEGER, "task_id" BIGINT, "created_at" TIMESTAMPTZ, "available" INTEGER, "grant_expired" BOOLEAN)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -61,12 +62,12 @@ BEGIN
     WITH req AS (
         SELECT *
           FROM unnest(p_public_ids, p_api_key_ids, p_kinds, p_inputs, p_payloads, p_callback_urls, p_costs,
-                      v_accepted, v_remaining, p_upload_types, p_upload_data)
+                      v_accepted, v_remaining, p_upload_types, p_upload_data, p_trace_parents)
                WITH ORDINALITY AS r(public_id, api_key_id, kind, input, payload, callback_url, cost,
-                                    accepted, remaining, upload_type, upload_data, ord)
+                                    accepted, remaining, upload_type, upload_data, trace_parent, ord)
     ), inserted AS (
-        INSERT INTO tasks (public_id, account_id, api_key_id, grant_id, kind, input, payload, callback_url, cost)
-        SELECT public_id, p_account_id, api_key_id, p_grant_id, kind, input, payload, callback_url, cost
+        INSERT INTO tasks (public_id, account_id, api_key_id, grant_id, kind, input, payload, callback_url, cost, trace_parent)
+        SELECT public_id, p_account_id, api_key_id, p_grant_id, kind, input, payload, callback_url, cost, trace_parent
           FROM req WHERE accepted ORDER BY ord
         RETURNING id, public_id, created_at
     ), ledger AS (

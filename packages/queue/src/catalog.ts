@@ -28,6 +28,8 @@ export const webhookAttemptResultSchema = z.object({
   status_code: z.number().int().nullable(),
   error: z.string().nullable(),
   response_excerpt: z.string().nullable(),
+  /** The trace the attempt was sent in (docs/architecture.md, "Tracing"); absent with tracing off. */
+  trace_id: z.string().nullable().optional(),
 });
 export type WebhookAttemptResult = z.infer<typeof webhookAttemptResultSchema>;
 

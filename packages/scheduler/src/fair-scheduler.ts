@@ -70,13 +70,23 @@ export class FairScheduler implements TaskScheduler {
    * to `onQueueError` (the sweeper adds a released task's missing job), never thrown.
    */
   private async releasing(op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<unknown> {
-    const { answer, queued } = await this.releasingInBackground(op, report, ...args);
+    return this.releasingIn(undefined, op, report, ...args);
+  }
+
+  /** `releasing`, adding the runs of the tasks in `traceParents` in their traces. */
+  private async releasingIn(traceParents: ReadonlyMap<string, string> | undefined, op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<unknown> {
+    const { answer, queued } = await this.releasingInBackground(op, report, args, traceParents);
     await queued.catch((err: unknown) => this.opts.onQueueError?.(err as Error));
     return answer;
   }
 
   /** `releasing`, answering once the scheduler has decided; `queued` settles when the released runs' jobs are added. */
-  private async releasingInBackground(op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<{ answer: unknown; queued: Promise<void> }> {
+  private async releasingInBackground(
+    op: string,
+    report: WorkerReport | undefined,
+    args: Array<string | number>,
+    traceParents?: ReadonlyMap<string, string>,
+  ): Promise<{ answer: unknown; queued: Promise<void> }> {
     const [released, skipped, answer] = (await this.call(op, report, ...args)) as [Array<string | number>, string[], unknown];
     if (skipped.length > 0) this.opts.onSkipped?.(skipped);
     const runs = new Map<TaskKind, TaskRun[]>();
@@ -84,7 +94,8 @@ export class FairScheduler implements TaskScheduler {
       const kind = String(released[i]);
       if (!isTaskKind(kind)) continue;
       const list = runs.get(kind) ?? [];
-      list.push({ publicId: String(released[i + 1]), accountId: String(released[i + 2]), release: Number(released[i + 3]), front: released[i + 4] === 1 });
+      const publicId = String(released[i + 1]);
+      list.push({ publicId, accountId: String(released[i + 2]), release: Number(released[i + 3]), front: released[i + 4] === 1, traceParent: traceParents?.get(publicId) });
       runs.set(kind, list);
     }
     const queued = runs.size === 0 ? Promise.resolve() : Promise.all([...runs].map(([kind, list]) => this.queues.addRuns(kind, list))).then(() => undefined);
@@ -93,7 +104,11 @@ export class FairScheduler implements TaskScheduler {
 
   async submit(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<number> {
     const args = tasks.flatMap((t) => [t.publicId, t.accountId, t.order, t.createdAt.getTime(), t.releasesUsed ?? 0]);
-    const { answer, queued } = await this.releasingInBackground('submit', undefined, kind, ...args);
+    // Tasks released by their own submission are added in their own traces; a task released
+    // later (a slot freed on a worker) is added outside any, and its run joins its trace from the row.
+    const traceParents = new Map<string, string>();
+    for (const t of tasks) if (t.traceParent) traceParents.set(t.publicId, t.traceParent);
+    const { answer, queued } = await this.releasingInBackground('submit', undefined, [kind, ...args], traceParents);
     if (opts.queued) opts.queued(queued);
     else await queued;
     return Number(answer);
@@ -108,11 +123,11 @@ export class FairScheduler implements TaskScheduler {
   }
 
   async handBack(run: TaskRunRef, report?: WorkerReport): Promise<void> {
-    await this.releasing('handback', report, run.publicId, run.release);
+    await this.releasingIn(traced(run), 'handback', report, run.publicId, run.release);
   }
 
   async retryLater(run: TaskRunRef, delayMs: number, report?: WorkerReport): Promise<void> {
-    await this.releasing('retry', report, run.publicId, run.release, Math.max(0, Math.round(delayMs)));
+    await this.releasingIn(traced(run), 'retry', report, run.publicId, run.release, Math.max(0, Math.round(delayMs)));
   }
 
   async recount(): Promise<number> {
@@ -170,4 +185,9 @@ export class FairScheduler implements TaskScheduler {
     const [running, maxRunning, ...waiting] = (await this.call('account', undefined, accountId)) as number[];
     return { running: running ?? 0, maxRunning: maxRunning ?? this.opts.defaultCap, waiting: waiting.reduce((a, b) => a + b, 0) };
   }
+}
+
+/** The run's task and its `traceparent`, when it has one. */
+function traced(run: TaskRunRef): ReadonlyMap<string, string> | undefined {
+  return run.traceParent ? new Map([[run.publicId, run.traceParent]]) : undefined;
 }

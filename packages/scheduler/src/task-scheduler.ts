@@ -12,6 +12,8 @@ export interface NewTask {
    * 0 for a new task.
    */
   releasesUsed?: number;
+  /** The task's `traceparent` (docs/architecture.md, "Tracing"): its job is added in that trace. */
+  traceParent?: string | undefined;
 }
 
 /** One run of a task, as the worker that took its job knows it. */
@@ -23,6 +25,8 @@ export interface TaskRunRef {
   createdAt: Date;
   /** The job's release number (1 for jobs queued before the scheduler). */
   release: number;
+  /** The task's `traceparent`: a hand-back or a retry is added again in the task's trace. */
+  traceParent?: string | undefined;
 }
 
 /** Idle slots of one worker process, per kind it runs. */

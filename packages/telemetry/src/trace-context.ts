@@ -71,6 +71,22 @@ export async function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span
   }
 }
 
+/** A span that was started, and the context with it as the active span. */
+export interface StartedSpan {
+  span: Span;
+  context: Context;
+  /** Its trace id, or undefined with tracing off. */
+  traceId: string | undefined;
+}
+
+/** Starts a span without making it active: run what belongs in it with `withContext(started.context, …)`, then end it. */
+export function startSpan(name: string, opts: SpanOptions): StartedSpan {
+  const parent = opts.parent ?? context.active();
+  const span = tracer().startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
+  const ctx = trace.setSpan(parent, span);
+  return { span, context: ctx, traceId: activeTraceId(ctx) };
+}
+
 /** Runs `fn` in `ctx` (a stored `traceparent`'s, say). */
 export function withContext<T>(ctx: Context, fn: () => T): T {
   return context.with(ctx, fn);

@@ -1,5 +1,6 @@
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
+import { queueTelemetry } from '@taskapi/telemetry';
 import type { Config } from '@taskapi/config';
 import type { Database } from '@taskapi/db';
 import { createEgressClient } from '@taskapi/egress';
@@ -46,6 +47,7 @@ export async function startDispatcherService(
     }),
     {
       connection: redis,
+      telemetry: queueTelemetry(),
       concurrency: config.dispatcherConcurrency,
       // An attempt lasts at most the webhook timeout; the lock must outlive it.
       lockDuration: Math.max(30_000, config.webhookTimeoutMs * 2),

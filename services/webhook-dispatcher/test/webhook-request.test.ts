@@ -28,6 +28,7 @@ const completed: ClaimedDelivery = {
   error_code: null,
   payload: '{"order":  "A-17", "n": 1.50}',
   result: '{"images":["x.png"]}',
+  trace_parent: null,
 };
 
 /** X-Signature as the spec defines it, computed here independently of the dispatcher. */

@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
+import { queueTelemetry } from '@taskapi/telemetry';
 import type { Config } from '@taskapi/config';
 import type { Database } from '@taskapi/db';
 import { PREDICTION_UPDATED_CHANNEL, readPrediction, returnOrphanedPredictions, takeOrphanedPredictions, TaskStatus } from '@taskapi/domain';
@@ -127,6 +128,7 @@ export async function startWorkerService(
     );
     const worker = new Worker<TaskJob, RunTaskOutcome>(TASK_QUEUES[kind].name, processor, {
       connection: redis,
+      telemetry: queueTelemetry(),
       concurrency: Math.min(config.workerConcurrency, cogServers[kind]?.capacity ?? config.workerConcurrency),
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerLockDurationMs,

@@ -41,7 +41,7 @@ describe('error_message: fetching image_url (real HTTPS server, real egress clie
   });
   afterAll(() => receiver.close());
 
-  const task = (imageUrl: string): ClaimedTask => ({ id: '1', public_id: 'task_x', account_id: 'acc', kind: 'face-detection', created_at: new Date(), params: { image_url: imageUrl }, attempts: 1, upload: null });
+  const task = (imageUrl: string): ClaimedTask => ({ id: '1', public_id: 'task_x', account_id: 'acc', kind: 'face-detection', created_at: new Date(), params: { image_url: imageUrl }, attempts: 1, traceParent: null, upload: null });
   // Only uploads read the file store; these tasks fetch image_url.
   const noStore = undefined as unknown as FileStore;
   const load = (url: string, allowPrivateNetworks = true) =>

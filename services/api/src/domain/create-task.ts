@@ -4,6 +4,7 @@ import { newId } from '@taskapi/ids';
 import { TaskStatus } from '@taskapi/domain';
 import { sha256Hex } from '@taskapi/crypto';
 import { inputKey, type FileStore } from '@taskapi/file-store';
+import { activeTraceParent } from '@taskapi/telemetry';
 import { ApiError } from '../errors';
 import type { IdempotencyRepository } from '../repositories/idempotency';
 import type { CreationOutcome, NewTask, Payer, TaskRepository, TaskRow } from '../repositories/tasks';
@@ -101,6 +102,7 @@ export class TaskCreator {
       callbackUrl: draft.callbackUrl,
       cost,
       upload: null,
+      traceParent: activeTraceParent() ?? null,
     };
     let outcome: CreationOutcome;
     if (!idempotency) {

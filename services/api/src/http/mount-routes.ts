@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { z } from 'zod';
+import { nameServerSpan } from '@taskapi/telemetry';
 import type { ApiDeps } from '../deps';
 import { ApiError, type FixedCode } from '../errors';
 import { keyPrincipal, locals, sessionPrincipal } from './request-context';
@@ -215,6 +216,8 @@ export function mountRoutes(
     if (served) {
       req.params = found!.params as Record<string, string>;
       locals(res).route = served.route.path;
+      // The trace's server span gets the same template as the metrics, whatever router served it.
+      nameServerSpan(req.method, served.route.path);
       runChain(served.chain, req, res, next);
       return;
     }

@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import { MODEL_WEBHOOK_PATH } from '@taskapi/domain';
 import { sequentialIds } from '@taskapi/ids';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
+import { activeTraceId } from '@taskapi/telemetry';
 import { accessLogLevel } from './access-log-level';
 import { locals } from './request-context';
 import { requestRecorder, type ApiMetrics } from '../infra/metrics';
@@ -30,7 +31,7 @@ function expressPattern(path: unknown, baseUrl: string): string | undefined {
 }
 
 /** The access line's fields, in the order `observe` passes their values. */
-const ACCESS_FIELDS = ['request_id', 'method', 'path', 'status', 'duration_ms', 'account_id', 'key_prefix', 'public_id'];
+const ACCESS_FIELDS = ['request_id', 'method', 'path', 'status', 'duration_ms', 'account_id', 'key_prefix', 'public_id', 'trace_id'];
 
 /**
  * Request id (`X-Request-Id`, accepted from the caller when well-formed), one access-log line and
@@ -45,6 +46,9 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && INCOMING_ID.test(incoming) ? incoming : nextRequestId();
     const ctx = locals(res);
+    // The request's trace (its `traceparent`'s, or a new one; none with tracing off), read while
+    // the HTTP server span is the active one.
+    const traceId = activeTraceId();
     ctx.requestId = requestId;
     ctx.startedAt = process.hrtime.bigint();
     res.setHeader('X-Request-Id', requestId);
@@ -70,6 +74,7 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
         ctx.key?.accountId ?? ctx.session?.accountId,
         ctx.key?.keyPrefix,
         ctx.publicId,
+        traceId,
       ]);
     });
     next();

@@ -55,7 +55,7 @@ const CREATE_TASKS = statement(
   'create-tasks',
   `
 SELECT ordinal, task_id, created_at, available, grant_expired
-  FROM create_tasks($1, $2, $3::text[], $4::text[], $5::task_kind[], $6::json[], $7::json[], $8::text[], $9::int[], $10::text[], $11::bytea[])`,
+  FROM create_tasks($1, $2, $3::text[], $4::text[], $5::task_kind[], $6::json[], $7::json[], $8::text[], $9::int[], $10::text[], $11::bytea[], $12::text[])`,
   z.object({
     ordinal: z.number(),
     /** Null when the payer could not pay (nothing was inserted for this creation). */
@@ -132,6 +132,8 @@ export interface NewTask {
    * already put them in the file store (`task_inputs.in_store`).
    */
   upload: { contentType: string; data: Buffer | null } | null;
+  /** The creation request's `traceparent` (docs/architecture.md, "Tracing"), or null when tracing is off. */
+  traceParent: string | null;
 }
 
 export interface TaskListQuery {
@@ -251,5 +253,6 @@ function createTasks(db: SqlExecutor, payer: Payer, tasks: NewTask[]): Promise<C
     tasks.map((t) => t.cost),
     tasks.map((t) => t.upload?.contentType ?? null),
     tasks.map((t) => t.upload?.data ?? null),
+    tasks.map((t) => t.traceParent),
   ]);
 }

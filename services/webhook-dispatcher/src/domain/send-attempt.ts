@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { EgressError, type EgressClient } from '@taskapi/egress';
 import { storableText } from '@taskapi/domain';
 import type { WebhookAttemptResult } from '@taskapi/queue';
+import { activeTraceParent, SpanKind, SpanStatusCode, startSpan, taskContext, withContext } from '@taskapi/telemetry';
 
 /** How much of a receiver's answer is read, and how much of it is kept for the console. */
 const MAX_RESPONSE_READ = 64 * 1024;
@@ -12,6 +13,8 @@ export interface WebhookRequest {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** The task's `traceparent`: the attempt's span (and the `traceparent` it sends) joins its trace. */
+  traceParent: string | null;
 }
 
 /**
@@ -23,17 +26,39 @@ export async function sendAttempt(egress: EgressClient, req: WebhookRequest, tim
   let statusCode: number | null = null;
   let error: string | null = null;
   let excerpt: string | null = null;
+  // The attempt's client span, in the task's trace; the receiver gets its `traceparent` beside the
+  // spec's headers (docs/webhooks.md).
+  const traced = startSpan('webhook attempt', {
+    kind: SpanKind.CLIENT,
+    parent: taskContext(req.traceParent),
+    attributes: { 'http.request.method': 'POST', 'server.address': new URL(req.url).hostname },
+  });
+  const traceParent = activeTraceParent(traced.context);
+  const headers = traceParent ? { ...req.headers, traceparent: traceParent } : req.headers;
   try {
-    const res = await egress.request({ method: 'POST', url: req.url, headers: req.headers, body: req.body, timeoutMs, maxResponseBytes: MAX_RESPONSE_READ });
+    const res = await withContext(traced.context, () =>
+      egress.request({ method: 'POST', url: req.url, headers, body: req.body, timeoutMs, maxResponseBytes: MAX_RESPONSE_READ }),
+    );
     statusCode = res.status;
+    traced.span.setAttribute('http.response.status_code', statusCode);
     // The receiver chooses the bytes: a NUL (or a pair the cut splits) would make the attempt unrecordable.
     excerpt = res.body.length > 0 ? storableText(res.body.toString('utf8'), EXCERPT_CHARS) : null;
     if (statusCode < 200 || statusCode > 299) error = `HTTP ${statusCode}`;
   } catch (err) {
     if (!(err instanceof EgressError)) throw err;
     error = err.message;
+  } finally {
+    if (error !== null) traced.span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+    traced.span.end();
   }
-  return { finished_at: Date.now(), duration_ms: Math.round(performance.now() - t0), status_code: statusCode, error, response_excerpt: excerpt };
+  return {
+    finished_at: Date.now(),
+    duration_ms: Math.round(performance.now() - t0),
+    status_code: statusCode,
+    error,
+    response_excerpt: excerpt,
+    trace_id: traced.traceId ?? null,
+  };
 }
 
 /**

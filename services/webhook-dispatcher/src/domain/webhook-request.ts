@@ -12,5 +12,5 @@ export { webhookBody, webhookHeaders };
  */
 export function webhookRequest(delivery: ClaimedDelivery, keys: WebhookSigningKeys, attempt: number, now: Date): WebhookRequest {
   const body = webhookBody(delivery);
-  return { url: delivery.url, body, headers: webhookHeaders({ deliveryId: delivery.id, attempt, secret: keys, body, now }) };
+  return { url: delivery.url, body, headers: webhookHeaders({ deliveryId: delivery.id, attempt, secret: keys, body, now }), traceParent: delivery.trace_parent };
 }

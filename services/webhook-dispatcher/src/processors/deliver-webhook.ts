@@ -37,6 +37,7 @@ interface AttemptFields {
   attempt: number;
   job_id: string | undefined;
   public_id?: string;
+  trace_id?: string;
 }
 
 /** Time allowed, beyond the request timeout, for a live run to record its attempt. */
@@ -118,9 +119,9 @@ type DeliveredLine = (fields: AttemptFields, statusCode: number | null, duration
 
 /** The info line of each delivered webhook, one per delivery: written without winston's format chain. */
 function deliveredLine(logger: Logger): DeliveredLine {
-  const write = flatLineWriter(logger, 'webhook delivered', ['delivery_id', 'attempt', 'job_id', 'public_id', 'status_code', 'duration_ms']);
+  const write = flatLineWriter(logger, 'webhook delivered', ['delivery_id', 'attempt', 'job_id', 'public_id', 'status_code', 'duration_ms', 'trace_id']);
   return (fields, statusCode, durationMs) => {
-    if (logger.isInfoEnabled()) write('info', [fields.delivery_id, fields.attempt, fields.job_id, fields.public_id, statusCode, durationMs]);
+    if (logger.isInfoEnabled()) write('info', [fields.delivery_id, fields.attempt, fields.job_id, fields.public_id, statusCode, durationMs, fields.trace_id]);
   };
 }
 
@@ -133,6 +134,7 @@ async function finishAttempt(
   result: WebhookAttemptResult,
   accountId: string | undefined,
 ): Promise<DeliveryOutcome> {
+  if (result.trace_id) fields = { ...fields, trace_id: result.trace_id };
   const { delivery_id: deliveryId, attempt } = job.data;
   const { state, retryDelayMs } = stateAfterAttempt(attempt, result.error, deps.retryDelaysMs);
   const ok = state === 'succeeded';
@@ -157,6 +159,7 @@ async function finishAttempt(
           statusCode: result.status_code,
           error: result.error,
           responseExcerpt: result.response_excerpt,
+          traceId: result.trace_id ?? null,
           state,
           retryInMs: retryIn,
         });

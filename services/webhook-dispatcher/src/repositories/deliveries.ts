@@ -24,6 +24,8 @@ const requestFields = {
   /** Source text of the stored JSON (`json` columns keep it exactly). */
   payload: z.string().nullable(),
   result: z.string().nullable(),
+  /** The task's `traceparent`: each attempt's span joins the task's trace. */
+  trace_parent: z.string().nullable(),
 };
 
 /**
@@ -82,7 +84,7 @@ WITH d AS (
   RETURNING delivery_id
 )
 SELECT d.id, d.url, d.task_status,
-       t.public_id, t.kind::text AS kind, t.error_code, t.payload::text AS payload, t.result::text AS result
+       t.public_id, t.kind::text AS kind, t.error_code, t.payload::text AS payload, t.result::text AS result, t.trace_parent
   FROM d JOIN w ON w.delivery_id = d.id JOIN tasks t ON t.id = d.task_id`,
   z.object(requestFields),
 );
@@ -116,7 +118,7 @@ const LOAD_DELIVERY = statement(
                   (SELECT (extract(epoch FROM now() - w.started_at) * 1000)::float8 FROM webhook_attempts w
                     WHERE w.delivery_id = d.id AND w.attempt_number = d.attempt_count AND w.in_flight) AS last_attempt_claimed_ms_ago,
                   d.url, d.task_status,
-                  t.public_id, t.kind::text AS kind, t.error_code, t.payload::text AS payload, t.result::text AS result,
+                  t.public_id, t.kind::text AS kind, t.error_code, t.payload::text AS payload, t.result::text AS result, t.trace_parent,
                   a.id AS account_id, a.webhook_secret_ciphertext
              FROM webhook_deliveries d
              JOIN tasks t ON t.id = d.task_id
@@ -156,6 +158,8 @@ export interface AttemptRecord {
   state: DeliveryState;
   /** With `pending`: when the next attempt is due, in milliseconds from now. */
   retryInMs: number | null;
+  /** The trace the attempt was sent in; null or absent with tracing off. */
+  traceId?: string | null;
 }
 
 // One statement: the claimed attempt row gets its result and the delivery its new state, together,
@@ -168,7 +172,8 @@ WITH a AS (
          duration_ms = $5,
          status_code = $6,
          error = $7,
-         response_excerpt = $8
+         response_excerpt = $8,
+         trace_id = $9
    WHERE delivery_id = $1 AND attempt_number = $2 AND in_flight
   RETURNING delivery_id
 )
@@ -192,7 +197,7 @@ export async function recordAttemptResult(db: SqlExecutor, r: AttemptRecord, tim
   const query: QueryConfig & { query_timeout: number } = {
     name: 'dispatcher-record-attempt',
     text: RECORD_ATTEMPT_SQL,
-    values: [r.deliveryId, r.attempt, r.state, r.retryInMs ?? 0, r.durationMs, r.statusCode, r.error, r.responseExcerpt],
+    values: [r.deliveryId, r.attempt, r.state, r.retryInMs ?? 0, r.durationMs, r.statusCode, r.error, r.responseExcerpt, r.traceId ?? null],
     query_timeout: timeoutMs,
   };
   const { rowCount } = await db.query(query);

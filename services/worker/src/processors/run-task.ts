@@ -4,6 +4,7 @@ import { ProgressThrottle, recordTaskProgress, recordTaskStatus, TaskStatus } fr
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
+import { SpanStatusCode, startSpan, taskContext, withContext } from '@taskapi/telemetry';
 import { TASK_MAX_ATTEMPTS, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
 import type { TaskRunRef, TaskScheduler, WorkerReport } from '@taskapi/scheduler';
 import { abortable, EngineBusyError, type Engine } from '@taskapi/engines';
@@ -64,8 +65,8 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
   const schema = TASK_QUEUES[kind].schema;
   // The two info lines of every task, written without winston's format chain; the rarer ones go
   // through a child logger made only when one is written.
-  const startedLine = flatLineWriter(deps.logger, 'task started', ['public_id', 'job_id', 'kind', 'attempt']);
-  const completedLine = flatLineWriter(deps.logger, 'task completed', ['public_id', 'job_id', 'kind']);
+  const startedLine = flatLineWriter(deps.logger, 'task started', ['public_id', 'job_id', 'kind', 'attempt', 'trace_id']);
+  const completedLine = flatLineWriter(deps.logger, 'task completed', ['public_id', 'job_id', 'kind', 'trace_id']);
   return async (job) => {
     let run: TaskRunRef | undefined;
     try {
@@ -80,7 +81,8 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     if (!parsed.success) throw new UnrecoverableError('malformed job data');
     const publicId = parsed.data.public_id;
     let child: Logger | undefined;
-    const log = () => (child ??= deps.logger.child({ public_id: publicId, job_id: job.id, kind }));
+    let traceId: string | undefined = undefined;
+    const log = () => (child ??= deps.logger.child({ public_id: publicId, job_id: job.id, kind, ...(traceId ? { trace_id: traceId } : {}) }));
     const info = deps.logger.isInfoEnabled();
     // The scheduler's state is repaired by the sweeper when a report is lost: a failed report is a
     // warning, never a failed run. Each call carries this worker's report (its starts, idle slots).
@@ -99,7 +101,22 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       log().info('task already finished or unknown; skipped');
       return { outcome: 'skipped' };
     }
-    const run: TaskRunRef = { kind, publicId, accountId: task.account_id, order: task.id, createdAt: task.created_at, release: parsed.data.release ?? 1 };
+    // The run's span joins the task's trace: under BullMQ's consumer span when the job was added
+    // in it, else under the creation's span (a job the sweeper re-added, or released by another task).
+    const traced = startSpan(`run ${kind}`, {
+      parent: taskContext(task.traceParent),
+      attributes: { 'taskapi.task.id': publicId, 'taskapi.task.kind': kind, 'taskapi.task.attempt': task.attempts, 'messaging.message.id': job.id ?? '' },
+    });
+    traceId = traced.traceId;
+    const run: TaskRunRef = {
+      kind,
+      publicId,
+      accountId: task.account_id,
+      order: task.id,
+      createdAt: task.created_at,
+      release: parsed.data.release ?? 1,
+      traceParent: task.traceParent ?? undefined,
+    };
     // Reported with this worker's next call to the scheduler (this run's end, at the latest).
     deps.slots.started(run);
     onStart(run);
@@ -108,7 +125,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     // still fails this run, as before).
     const marked = recordTaskStatus(deps.redis, task.account_id, publicId, TaskStatus.processing);
     marked.catch(() => undefined);
-    if (info) startedLine('info', [publicId, job.id, kind, task.attempts]);
+    if (info) startedLine('info', [publicId, job.id, kind, task.attempts, traceId]);
     const startedAt = performance.now();
     const observe = (outcome: RunOutcome) => deps.metrics.observeRun(kind, outcome, (performance.now() - startedAt) / 1000);
     // The run's end, told once the terminal transition is committed, beside its announcement.
@@ -126,10 +143,10 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     try {
       // The engine is told to stop through `signal`, but a shutdown does not wait for it to obey:
       // the task goes back at once, whatever the engine is doing.
-      const running = (async () => {
+      const running = withContext(traced.context, async () => {
         const image = kind === 'face-detection' ? await loadInputImage(task, { egress: deps.egress, store: deps.store }, signal) : undefined;
         return deps.engine.run({ kind, publicId, params: task.params, image, attempt: task.attempts, progress: progress.report }, signal);
-      })();
+      });
       deps.engineRuns.add(running);
       void running.catch(() => undefined).finally(() => deps.engineRuns.delete(running));
       const output = await abortable(running, deps.shutdown);
@@ -146,7 +163,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         return { outcome: 'skipped' };
       }
       observe('completed');
-      if (info) completedLine('info', [publicId, job.id, kind]);
+      if (info) completedLine('info', [publicId, job.id, kind, traceId]);
       return { outcome: 'completed', status: TaskStatus.completed };
     } catch (err) {
       await progress.stop();
@@ -176,6 +193,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         return { outcome: 'handed_back' };
       }
       const decision = decideFailure(err, deadline.aborted);
+      traced.span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
       if (decision.kind === 'retry' && task.attempts < TASK_MAX_ATTEMPTS) {
         const delayMs = deps.retryBackoffMs * 2 ** Math.max(0, task.attempts - 1);
         // Still counted as running while it waits; it runs again ahead of its account's other tasks.
@@ -195,6 +213,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
       return finished ? { outcome: 'failed', status: TaskStatus.failed, error_code: decision.code } : { outcome: 'skipped' };
     } finally {
       cancel.end();
+      traced.span.end();
     }
   }
 }

@@ -16,6 +16,8 @@ export interface ClaimedTask {
   params: Record<string, unknown>;
   /** How many times processing started, this run included. */
   attempts: number;
+  /** The creation request's `traceparent` (docs/architecture.md, "Tracing"); null when tracing was off. */
+  traceParent: string | null;
   /**
    * An uploaded `image_base64`, when there is one: its bytes from `task_inputs.data` (rows written
    * before the file store held inputs), or `inStore` (read it from the store at `inputKey`).
@@ -30,9 +32,9 @@ WITH t AS (
   UPDATE tasks
      SET status = 10, started_at = COALESCE(started_at, now()), attempts = attempts + 1
    WHERE public_id = $1 AND status IN (0, 10)
-  RETURNING id, public_id, account_id, kind, created_at, input, attempts
+  RETURNING id, public_id, account_id, kind, created_at, input, attempts, trace_parent
 )
-SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.created_at, t.input::text AS input, t.attempts,
+SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.created_at, t.input::text AS input, t.attempts, t.trace_parent,
        i.content_type AS upload_type, i.data AS upload_data, i.in_store AS upload_in_store
   FROM t LEFT JOIN task_inputs i ON i.task_id = t.id`,
   z.object({
@@ -43,6 +45,7 @@ SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.crea
     created_at: z.date(),
     input: z.string(),
     attempts: z.number(),
+    trace_parent: z.string().nullable(),
     upload_type: z.string().nullable(),
     upload_data: z.instanceof(Buffer).nullable(),
     upload_in_store: z.boolean().nullable(),
@@ -64,6 +67,7 @@ export async function claimTask(db: SqlExecutor, publicId: string): Promise<Clai
     created_at: row.created_at,
     params: JSON.parse(row.input) as Record<string, unknown>,
     attempts: row.attempts,
+    traceParent: row.trace_parent,
     upload: !row.upload_type
       ? null
       : row.upload_in_store

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { activeTraceParent } from '@taskapi/telemetry';
 import { TASK_KIND_CATALOG, type TaskKind } from '@taskapi/task-kinds';
 import { requestFingerprint, type IdempotencyRequest } from '../../domain/create-task';
 import { createTaskSchemas, draftTask } from '../../domain/task-input';
@@ -115,7 +116,7 @@ export function createTaskRoute(kind: TaskKind) {
       } else {
         metrics.tasksCreated.inc({ kind, key_type: principal.type });
         try {
-          await enqueueTask(kind, { publicId: row.public_id, accountId: principal.accountId, order: row.id, createdAt: row.created_at });
+          await enqueueTask(kind, { publicId: row.public_id, accountId: principal.accountId, order: row.id, createdAt: row.created_at, traceParent: activeTraceParent() });
         } catch (err) {
           // The task is committed and paid for; the sweeper gives the scheduler queued tasks it does not know.
           logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
