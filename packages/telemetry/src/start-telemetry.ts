@@ -51,7 +51,7 @@ function dropped(n: number, why: string): void {
   if (!state.warned) {
     state.warned = true;
     // Once per process: an unreachable collector must not flood the logs (the metric keeps counting).
-    process.stderr.write(`${JSON.stringify({ level: 'warn', message: 'trace spans dropped', reason: why, note: 'further drops are only counted (taskapi_otel_spans_dropped_total)' })}\n`);
+    process.stderr.write(`${JSON.stringify({ level: 'warn', message: 'trace spans dropped', reason: why, note: 'further drops are counted, not logged' })}\n`);
   }
 }
 

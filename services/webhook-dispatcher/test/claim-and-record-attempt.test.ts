@@ -116,6 +116,7 @@ describe('claiming and loading in one statement (the secret is known)', () => {
     expect(claimed).toEqual({
       id: deliveryId,
       url: 'https://receiver.example.test/hooks?x=1',
+      trace_parent: null,
       task_status: 20,
       public_id: publicId,
       kind: 'face-detection',
