@@ -1,6 +1,7 @@
 import { loadConfig, type Config } from '@taskapi/config';
 import { createLogger, type Logger } from '@taskapi/logger';
 import { releaseMemoryWhenIdle } from './idle-memory';
+import { flushTelemetry } from './telemetry-metrics';
 
 export { Batcher, BatchedStatement } from './batcher';
 export type { BatcherOptions, BatchedStatementOptions } from './batcher';
@@ -13,6 +14,7 @@ export type { FanoutEvent } from './pubsub-fanout';
 export { startConfiguredOpsServer, startOpsServer } from './ops-server';
 export { checkReadiness } from './readiness';
 export { registerReadinessMetrics } from './readiness-metrics';
+export { flushTelemetry, registerTelemetryMetrics } from './telemetry-metrics';
 export type { ServiceName } from './readiness-metrics';
 export type { Readiness } from './readiness';
 export type { OpsServer } from './ops-server';
@@ -70,6 +72,8 @@ export function runService(opts: ServiceOptions, start: (config: Config, logger:
       }, stopTimeoutMs).unref();
       try {
         await stop();
+        // Spans of the last second (the stop's own) would die with the process.
+        await flushTelemetry();
         clearTimeout(force);
         logger.info('stopped');
         process.exit(0);

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { checkReadiness } from './readiness';
 import { registerReadinessMetrics, type ServiceName } from './readiness-metrics';
+import { registerTelemetryMetrics } from './telemetry-metrics';
 
 export interface OpsServer {
   port: number;
@@ -13,7 +14,8 @@ export interface OpsServer {
  * The operations endpoints of a process without an HTTP API (worker, dispatcher), on its own port:
  * `GET /healthz` (alive), `GET /readyz` (every check passes: 200, else 503 naming the failing one)
  * and `GET /metrics` (Prometheus text). Nothing else is served. Registers the readiness gauges of
- * `checks` on `registry` (`taskapi_ready`, `taskapi_backend_up`: see registerReadinessMetrics).
+ * `checks` on `registry` (`taskapi_ready`, `taskapi_backend_up`: see registerReadinessMetrics) and
+ * `taskapi_otel_spans_dropped_total`.
  */
 export async function startOpsServer(opts: {
   /** The `service` label of the readiness gauges. */
@@ -24,6 +26,7 @@ export async function startOpsServer(opts: {
   checks: Record<string, () => Promise<unknown>>;
 }): Promise<OpsServer> {
   registerReadinessMetrics(opts.registry, opts.service, opts.checks);
+  registerTelemetryMetrics(opts.registry, opts.service);
   const server = http.createServer((req, res) => {
     const send = (status: number, type: string, body: string) => {
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });

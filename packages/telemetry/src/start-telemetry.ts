@@ -37,13 +37,14 @@ export const MAX_QUEUED_SPANS = 2048;
 
 interface TelemetryState {
   mode: TelemetryMode;
+  service: string;
   sdk: NodeSDK | undefined;
   dropped: number;
   onDrop: Array<(n: number) => void>;
   warned: boolean;
 }
 
-const state: TelemetryState = { mode: 'disabled', sdk: undefined, dropped: 0, onDrop: [], warned: false };
+const state: TelemetryState = { mode: 'disabled', service: '', sdk: undefined, dropped: 0, onDrop: [], warned: false };
 
 function dropped(n: number, why: string): void {
   state.dropped += n;
@@ -51,7 +52,9 @@ function dropped(n: number, why: string): void {
   if (!state.warned) {
     state.warned = true;
     // Once per process: an unreachable collector must not flood the logs (the metric keeps counting).
-    process.stderr.write(`${JSON.stringify({ level: 'warn', message: 'trace spans dropped', reason: why, note: 'further drops are counted, not logged' })}\n`);
+    // Beside the service's own lines, in their shape (the logger is not known here).
+    const line = { service: state.service, level: 'warn', message: 'trace spans dropped', reason: why, note: 'further drops are counted in taskapi_otel_spans_dropped_total, not logged', timestamp: new Date().toISOString() };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
   }
 }
 
@@ -107,6 +110,18 @@ class BoundedExport implements SpanProcessor {
   }
 }
 
+/**
+ * A request that already carries a `traceparent` (a webhook attempt, sent inside its own client
+ * span) is left alone by the undici instrumentation: it would add a second `traceparent`, naming a
+ * span of its own, beside it.
+ */
+function namesItsParent(request: { headers: string | Array<string | string[]> }): boolean {
+  const { headers } = request;
+  if (typeof headers === 'string') return /(^|\r\n)traceparent:/i.test(headers);
+  for (let i = 0; i < headers.length; i += 2) if (String(headers[i]).toLowerCase() === 'traceparent') return true;
+  return false;
+}
+
 /** The SDK's own complaints (an exporter's errors are counted above) go to stderr as JSON, warnings and up. */
 const diagToStderr: DiagLogger = {
   error: (message) => process.stderr.write(`${JSON.stringify({ level: 'error', message: `opentelemetry: ${message}` })}\n`),
@@ -134,13 +149,13 @@ export function startTelemetry(defaultServiceName: string, settings: TelemetrySe
   diag.setLogger(diagToStderr, DiagLogLevel.WARN);
   const instrumentations = [
     new HttpInstrumentation({ disableOutgoingRequestInstrumentation: false }),
-    new UndiciInstrumentation(),
+    new UndiciInstrumentation({ ignoreRequestHook: namesItsParent }),
     ...(exporting
       ? [new ExpressInstrumentation(), new PgInstrumentation({ requireParentSpan: true }), new IORedisInstrumentation({ requireParentSpan: true })]
       : []),
   ];
   const sdk = new NodeSDK({
-    resource: resourceFromAttributes({ 'service.name': settings.serviceName ?? defaultServiceName }),
+    resource: resourceFromAttributes({ 'service.name': settings.serviceName ?? defaultServiceName, 'process.pid': process.pid }),
     autoDetectResources: false,
     sampler: exporting ? new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.samplerRatio) }) : new AlwaysOffSampler(),
     spanProcessors: exporting
@@ -153,6 +168,7 @@ export function startTelemetry(defaultServiceName: string, settings: TelemetrySe
   });
   sdk.start();
   state.sdk = sdk;
+  state.service = settings.serviceName ?? defaultServiceName;
   state.mode = exporting ? 'export' : 'propagate-only';
   return state.mode;
 }

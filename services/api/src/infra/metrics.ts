@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { TASK_E2E_METRIC } from '@taskapi/domain';
-import { registerReadinessMetrics } from '@taskapi/service';
+import { registerReadinessMetrics, registerTelemetryMetrics } from '@taskapi/service';
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { QueueSignal } from './queue-signals';
 
@@ -99,6 +99,7 @@ export function createMetrics(opts: MetricsOptions = {}): ApiMetrics {
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
   if (opts.queueSignals) registerQueueGauges(registry, opts.queueSignals);
   if (opts.readinessChecks) registerReadinessMetrics(registry, 'api', opts.readinessChecks);
+  registerTelemetryMetrics(registry, 'api');
   return {
     registry,
     httpRequests: new Counter({
