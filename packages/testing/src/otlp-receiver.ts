@@ -12,6 +12,8 @@ export interface ReceivedLink {
 /** One span as a collector received it (ids as lowercase hex, times in ns since the epoch). */
 export interface ReceivedSpan {
   service: string;
+  /** The resource's attributes (`service.name`, `process.pid`, …). */
+  resource: Record<string, string | number | boolean>;
   scope: string;
   traceId: string;
   spanId: string;
@@ -164,9 +166,10 @@ function attributes(into: Record<string, string | number | boolean>, kv: Buffer)
   into[key] = value;
 }
 
-function decodeSpan(buf: Buffer, service: string, scope: string): ReceivedSpan {
+function decodeSpan(buf: Buffer, resource: Record<string, string | number | boolean>, scope: string): ReceivedSpan {
   const span: ReceivedSpan = {
-    service,
+    service: String(resource['service.name'] ?? ''),
+    resource,
     scope,
     traceId: '',
     spanId: '',
@@ -219,7 +222,6 @@ export function decodeExportTraceServiceRequest(buf: Buffer): ReceivedSpan[] {
       if (f.no === 1) for (const r of fields(f.bytes)) if (r.no === 1) attributes(resource, r.bytes);
       if (f.no === 2) scopeSpans.push(f.bytes);
     }
-    const service = String(resource['service.name'] ?? '');
     for (const ss of scopeSpans) {
       let scope = '';
       const spanBufs: Buffer[] = [];
@@ -227,7 +229,7 @@ export function decodeExportTraceServiceRequest(buf: Buffer): ReceivedSpan[] {
         if (f.no === 1) for (const s of fields(f.bytes)) if (s.no === 1) scope = s.bytes.toString('utf8');
         if (f.no === 2) spanBufs.push(f.bytes);
       }
-      for (const b of spanBufs) out.push(decodeSpan(b, service, scope));
+      for (const b of spanBufs) out.push(decodeSpan(b, resource, scope));
     }
   }
   return out;

@@ -1,0 +1,240 @@
+// Tracing end to end: the API, the worker and the dispatcher run from dist/ as their own processes
+// (the instrumentations patch modules as they are required, which jest's module loader bypasses)
+// and export to a collector in this test (OTLP/HTTP, protobuf). One trace per task, from the
+// creation request to each webhook attempt, through retries and a worker killed mid-task.
+import { predictionId } from '@taskapi/domain';
+import {
+  freePort,
+  startHttpsReceiver,
+  startOtlpReceiver,
+  startPrivateRedis,
+  waitFor,
+  type HttpsReceiver,
+  type OtlpReceiver,
+  type PrivateRedis,
+  type ReceivedRequest,
+  type ReceivedSpan,
+  type ReceiverReply,
+} from '@taskapi/testing';
+import { createKey, seedAccount, withKey, type CreatedKey } from '../../services/api/test/support/harness';
+import { startHeldCogServer, type HeldCogServer } from './support/held-model';
+import { startChild, startSystem, type ChildService, type TestSystem } from './support/system';
+import { waitForTask } from './support/tasks';
+
+const KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
+
+describe('a task traced end to end', () => {
+  let redis: PrivateRedis;
+  let system: TestSystem;
+  let collector: OtlpReceiver;
+  let receiver: HttpsReceiver;
+  let cog: HeldCogServer;
+  let api: ChildService;
+  let dispatcher: ChildService;
+  let apiUrl: string;
+  let key: CreatedKey;
+  let serviceEnv: Record<string, string>;
+  const children: ChildService[] = [];
+  const workers: ChildService[] = [];
+  const scripts = new Map<string, (nth: number) => ReceiverReply>();
+
+  beforeAll(async () => {
+    // A Redis server of this file's own: databases 1-14 of the run's are the other files'.
+    [redis, collector, cog] = await Promise.all([startPrivateRedis(), startOtlpReceiver(), startHeldCogServer({ concurrency: 4 })]);
+    receiver = await startHttpsReceiver((req: ReceivedRequest, nth) => scripts.get(req.path)?.(nth) ?? 204);
+    system = await startSystem(0, {
+      REDIS_URL: `${redis.url}/0`,
+      WEBHOOK_RETRY_DELAYS_MS: '300,300,300,300,300',
+      WORKER_LOCK_DURATION_MS: '1000',
+      RATE_LIMIT_PAID_PER_MINUTE: '100000',
+    });
+    const apiPort = await freePort();
+    apiUrl = `http://127.0.0.1:${apiPort}`;
+    serviceEnv = { ...system.env, HOST: '127.0.0.1', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url };
+    [api, dispatcher] = await Promise.all([
+      startChild('api', { ...serviceEnv, PORT: String(apiPort), PUBLIC_BASE_URL: apiUrl }, 'api listening', 'node'),
+      startChild('webhook-dispatcher', serviceEnv, 'webhook dispatcher started', 'node'),
+    ]);
+    children.push(api, dispatcher);
+    const account = await seedAccount(system.api, { credits: 1000, label: 'tracing' });
+    key = await createKey(system.api, account, { type: 'paid' });
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(children.map((c) => c.kill('SIGKILL')));
+    await Promise.all([receiver?.close(), collector?.close(), cog?.close()]);
+    await system?.stop();
+    await redis?.stop();
+  }, 60_000);
+
+  // A worker left by a failed test would take the next test's task.
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => (w.child.exitCode === null && w.child.signalCode === null ? w.kill('SIGKILL') : undefined)));
+  });
+
+  async function worker(): Promise<ChildService> {
+    const child = await startChild(
+      'worker',
+      { ...serviceEnv, WORKER_KINDS: 'image-generation,video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_WEBHOOK_BASE_URL: apiUrl },
+      'worker started',
+      'node',
+    );
+    children.push(child);
+    workers.push(child);
+    return child;
+  }
+
+  async function create(kind: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> {
+    return fetch(`${apiUrl}/api/tasks/${kind}`, { method: 'POST', headers: { ...withKey(key), 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  }
+
+  async function created(kind: string, body: Record<string, unknown>): Promise<string> {
+    const res = await create(kind, body);
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { public_id: string }).public_id;
+  }
+
+  /** The API's access line of the creation of `publicId`. */
+  const accessLine = (publicId: string) =>
+    waitFor(() => api.logs.find((l) => l.method === 'POST' && l.public_id === publicId && l.status === 201), { what: `the access line of ${publicId}` });
+
+  /** `webhook_attempts.trace_id` of the task's finished attempts. */
+  async function attemptTraceIds(publicId: string): Promise<Array<string | null>> {
+    const { rows } = await system.api.deps.db.pool.query<{ trace_id: string | null }>(
+      `SELECT a.trace_id FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN tasks t ON t.id = d.task_id
+        WHERE t.public_id = $1 AND NOT a.in_flight ORDER BY a.attempt_number`,
+      [publicId],
+    );
+    return rows.map((r) => r.trace_id);
+  }
+
+  /** Span ids from `span` up to its trace's root (those the collector has). */
+  function ancestors(spans: ReceivedSpan[], span: ReceivedSpan): ReceivedSpan[] {
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const chain: ReceivedSpan[] = [];
+    for (let s = byId.get(span.parentSpanId); s; s = byId.get(s.parentSpanId)) chain.push(s);
+    return chain;
+  }
+
+  const tree = (spans: ReceivedSpan[]) =>
+    spans
+      .map((s) => `${s.service}/${s.resource['process.pid']} ${s.kind} ${s.name} ${s.spanId} <- ${s.parentSpanId || '(root)'}${s.links.length ? ` links ${s.links.map((l) => l.spanId)}` : ''}`)
+      .join('\n');
+
+  it('one trace from the creation request to the webhook attempt: API root, producer, consumer, run, attempt', async () => {
+    const running = await worker();
+    const publicId = await created('image-generation', { prompt: 'traced', width: 64, height: 64, callback_url: receiver.url('/hooks') });
+    expect((await waitForTask(system.api, key.plaintext, publicId)).status).toBe(20);
+    const [hook] = await receiver.waitForCount('/hooks', 1);
+    const traceId = (await accessLine(publicId)).trace_id as string;
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    // The receiver got the attempt's traceparent, in the task's trace.
+    expect(hook!.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    await waitFor(async () => (await attemptTraceIds(publicId)).length === 1, { what: 'the attempt row' });
+    expect(await attemptTraceIds(publicId)).toEqual([traceId]);
+    expect(running.logs).toContainEqual(expect.objectContaining({ message: 'task started', public_id: publicId, trace_id: traceId }));
+    expect(dispatcher.logs).toContainEqual(expect.objectContaining({ message: 'webhook delivered', public_id: publicId, trace_id: traceId }));
+
+    const spans = await collector.waitForTrace(traceId, (s) => s.some((x) => x.name === 'webhook attempt') && s.some((x) => x.name === 'run image-generation'));
+    const info = `\n${tree(spans)}`;
+    const roots = spans.filter((s) => s.parentSpanId === '');
+    expect([roots.length, info]).toEqual([1, info]);
+    const root = roots[0]!;
+    expect(root).toMatchObject({ service: 'api', kind: KIND.server, name: 'POST /api/tasks/image-generation' });
+    expect(root.attributes['http.route']).toBe('/api/tasks/image-generation');
+    // Every span the collector has hangs from the root: no orphans, a single trace.
+    for (const s of spans) if (s !== root) expect([s.name, ancestors(spans, s).at(-1)?.spanId]).toEqual([s.name, root.spanId]);
+
+    const producer = spans.find((s) => s.service === 'api' && s.kind === KIND.producer);
+    const consumer = spans.find((s) => s.service === 'worker' && s.kind === KIND.consumer);
+    const run = spans.find((s) => s.name === 'run image-generation')!;
+    const attempt = spans.find((s) => s.name === 'webhook attempt')!;
+    expect([producer, consumer, info]).toEqual([expect.anything(), expect.anything(), info]);
+    // bullmq-otel: the consumer span is the producer's child (the job carries its context), not a link.
+    expect(consumer!.parentSpanId).toBe(producer!.spanId);
+    expect(ancestors(spans, producer!)).toContain(root);
+    expect(run).toMatchObject({ service: 'worker', parentSpanId: consumer!.spanId });
+    expect(attempt).toMatchObject({ service: 'webhook-dispatcher', kind: KIND.client, attributes: expect.objectContaining({ 'http.response.status_code': 204 }) });
+    expect(hook!.headers.traceparent).toBe(`00-${traceId}-${attempt.spanId}-01`);
+    await running.stop();
+  }, 60_000);
+
+  it('a webhook retry and a worker killed mid-task: both runs and both attempts in the task\'s trace', async () => {
+    scripts.set('/retry', (nth) => (nth === 1 ? 500 : 204));
+    const first = await worker();
+    const publicId = await created('video-generation', { prompt: 'traced crash', duration_seconds: 1, callback_url: receiver.url('/retry') });
+    const id = predictionId(publicId, 1);
+    await cog.waitForHeld(id);
+    const traceId = (await accessLine(publicId)).trace_id as string;
+    // What the first run did before the kill (its request to the model server) reached the
+    // collector; its own span never ends, so it is never exported.
+    const firstPid = first.child.pid!;
+    await collector.waitForTrace(traceId, (s) => s.some((x) => x.service === 'worker' && x.resource['process.pid'] === firstPid && x.kind === KIND.client));
+    await first.kill('SIGKILL');
+    const puts = cog.putRequests()[id]!;
+    const second = await worker();
+    // The dead worker's lock expires; the stalled job runs again and re-attaches to the prediction.
+    await waitFor(() => cog.putRequests()[id]! > puts, { what: 'the second run to re-attach' });
+    cog.held.release(id);
+    expect((await waitForTask(system.api, key.plaintext, publicId)).status).toBe(20);
+    await waitFor(async () => (await attemptTraceIds(publicId)).length === 2, { what: 'two attempts' });
+    expect(await attemptTraceIds(publicId)).toEqual([traceId, traceId]);
+    const hooks = receiver.at('/retry');
+    expect(hooks.map((h) => h.headers.traceparent)).toEqual([expect.stringContaining(`00-${traceId}-`), expect.stringContaining(`00-${traceId}-`)]);
+
+    const spans = await collector.waitForTrace(traceId, (s) => s.filter((x) => x.name === 'webhook attempt').length === 2);
+    const info = `\n${tree(spans)}`;
+    const root = spans.find((s) => s.parentSpanId === '')!;
+    expect([root?.service, root?.name, info]).toEqual(['api', 'POST /api/tasks/video-generation', info]);
+    const workerPids = new Set(spans.filter((s) => s.service === 'worker').map((s) => s.resource['process.pid']));
+    expect([workerPids, info]).toEqual([new Set([firstPid, second.child.pid!]), info]);
+    const run = spans.find((s) => s.name === 'run video-generation')!;
+    expect(run.resource['process.pid']).toBe(second.child.pid);
+    expect(ancestors(spans, run).at(-1)).toBe(root);
+    const attempts = spans.filter((s) => s.name === 'webhook attempt').sort((a, b) => Number(a.startNs - b.startNs));
+    expect(attempts.map((a) => [a.attributes['http.response.status_code'], a.statusCode])).toEqual([
+      [500, 2],
+      [204, 0],
+    ]);
+    expect(hooks.map((h) => h.headers.traceparent)).toEqual(attempts.map((a) => `00-${traceId}-${a.spanId}-01`));
+    for (const a of attempts) expect(ancestors(spans, a).at(-1)).toBe(root);
+    await second.stop();
+  }, 90_000);
+
+  it('a malformed traceparent is ignored: 201, and a new trace', async () => {
+    const res = await create('video-generation', { prompt: 'bad traceparent', duration_seconds: 1 }, { traceparent: '00-not-a-trace-01' });
+    expect(res.status).toBe(201);
+    const { public_id: publicId } = (await res.json()) as { public_id: string };
+    const traceId = (await accessLine(publicId)).trace_id as string;
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    const [root] = await collector.waitForTrace(traceId, (s) => s.some((x) => x.kind === KIND.server));
+    expect(collector.trace(traceId).find((s) => s.kind === KIND.server)).toMatchObject({ parentSpanId: '', name: 'POST /api/tasks/video-generation' });
+    expect(root).toBeDefined();
+    const cancelled = await fetch(`${apiUrl}/api/tasks/${publicId}/cancel`, { method: 'POST', headers: withKey(key) });
+    expect(cancelled.status).toBe(200);
+  });
+
+  it('an unreachable collector: requests are answered as usual, dropped spans are counted and logged once', async () => {
+    const closedPort = await freePort();
+    const port = await freePort();
+    const lonely = await startChild(
+      'api',
+      { ...serviceEnv, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${closedPort}` },
+      'api listening',
+      'node',
+    );
+    children.push(lonely);
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; i < 5; i++) expect((await fetch(`${base}/api/tasks/task_doesnotexist${i}`, { headers: withKey(key) })).status).toBe(404);
+    const dropped = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      return Number(/^taskapi_otel_spans_dropped_total\{service="api"\} (\d+)/m.exec(text)?.[1] ?? NaN);
+    };
+    await waitFor(async () => (await dropped()) >= 5, { timeoutMs: 30_000, intervalMs: 250, what: 'dropped spans to be counted' });
+    for (let i = 0; i < 5; i++) expect((await fetch(`${base}/api/tasks/task_doesnotexist${i}`, { headers: withKey(key) })).status).toBe(404);
+    await waitFor(async () => (await dropped()) >= 10, { timeoutMs: 30_000, intervalMs: 250, what: 'more dropped spans' });
+    expect(lonely.logs.filter((l) => l.message === 'trace spans dropped')).toEqual([expect.objectContaining({ service: 'api', level: 'warn' })]);
+    await lonely.stop();
+    expect(lonely.child.exitCode).toBe(0);
+  }, 90_000);
+});
