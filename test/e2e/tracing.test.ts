@@ -16,7 +16,7 @@ import {
   type ReceivedSpan,
   type ReceiverReply,
 } from '@taskapi/testing';
-import { createKey, seedAccount, withKey, type CreatedKey } from '../../services/api/test/support/harness';
+import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
 import { startHeldCogServer, type HeldCogServer } from './support/held-model';
 import { startChild, startSystem, type ChildService, type TestSystem } from './support/system';
 import { waitForTask } from './support/tasks';
@@ -33,6 +33,7 @@ describe('a task traced end to end', () => {
   let dispatcher: ChildService;
   let apiUrl: string;
   let key: CreatedKey;
+  let account: TestAccount;
   let serviceEnv: Record<string, string>;
   const children: ChildService[] = [];
   const workers: ChildService[] = [];
@@ -56,7 +57,7 @@ describe('a task traced end to end', () => {
       startChild('webhook-dispatcher', serviceEnv, 'webhook dispatcher started', 'node'),
     ]);
     children.push(api, dispatcher);
-    const account = await seedAccount(system.api, { credits: 1000, label: 'tracing' });
+    account = await seedAccount(system.api, { credits: 1000, label: 'tracing' });
     key = await createKey(system.api, account, { type: 'paid' });
   }, 120_000);
 
@@ -132,6 +133,9 @@ describe('a task traced end to end', () => {
     expect(hook!.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     await waitFor(async () => (await attemptTraceIds(publicId)).length === 1, { what: 'the attempt row' });
     expect(await attemptTraceIds(publicId)).toEqual([traceId]);
+    // The delivery log (console and API) shows it.
+    const log = await system.api.req('GET', `/api/webhook-deliveries?public_id=${publicId}`, { headers: account.auth });
+    expect(log.body.data[0].attempts).toEqual([expect.objectContaining({ status_code: 204, trace_id: traceId })]);
     expect(running.logs).toContainEqual(expect.objectContaining({ message: 'task started', public_id: publicId, trace_id: traceId }));
     expect(dispatcher.logs).toContainEqual(expect.objectContaining({ message: 'webhook delivered', public_id: publicId, trace_id: traceId }));
 

@@ -332,8 +332,9 @@ describe('console usage charts and task details in a real browser', () => {
     ]);
     await api.deps.db.pool.query('UPDATE webhook_deliveries SET created_at = $2 WHERE id = $1', [deliveryId, new Date(t0 - 1_000)]);
     await api.deps.db.pool.query(
-      `INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, status_code, error, response_excerpt)
-       VALUES ($1, 1, $2, 10004, NULL, 'timed out', NULL), ($1, 2, $3, 143, 500, 'HTTP 500', 'upstream unavailable'), ($1, 3, $4, 87, 200, NULL, '{"ok":true}')`,
+      `INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, status_code, error, response_excerpt, trace_id)
+       VALUES ($1, 1, $2, 10004, NULL, 'timed out', NULL, NULL), ($1, 2, $3, 143, 500, 'HTTP 500', 'upstream unavailable', NULL),
+              ($1, 3, $4, 87, 200, NULL, '{"ok":true}', '4bf92f3577b34da6a3ce929d0e0e4736')`,
       [deliveryId, new Date(t0), new Date(t0 + 30_000), new Date(t0 + 90_000)],
     );
     await api.deps.db.pool.query("UPDATE webhook_deliveries SET state = 'succeeded', attempt_count = 3, next_attempt_at = NULL, completed_at = $2 WHERE id = $1", [deliveryId, new Date(t0 + 90_087)]);
@@ -368,9 +369,9 @@ describe('console usage charts and task details in a real browser', () => {
     const attempts = delivery.locator('tbody tr');
     expect(await attempts.count()).toBe(3);
     const cells = async (row: number) => (await attempts.nth(row).locator('td').allInnerTexts()).map((t) => t.trim());
-    expect(await cells(0)).toEqual(['1', expect.any(String), 'no response', '10004 ms', 'timed out', '—']);
-    expect(await cells(1)).toEqual(['2', expect.any(String), 'HTTP 500', '143 ms', 'HTTP 500', 'upstream unavailable']);
-    expect(await cells(2)).toEqual(['3', expect.any(String), 'HTTP 200', '87 ms', '—', '{"ok":true}']);
+    expect(await cells(0)).toEqual(['1', expect.any(String), 'no response', '10004 ms', 'timed out', '—', '—']);
+    expect(await cells(1)).toEqual(['2', expect.any(String), 'HTTP 500', '143 ms', 'HTTP 500', 'upstream unavailable', '—']);
+    expect(await cells(2)).toEqual(['3', expect.any(String), 'HTTP 200', '87 ms', '—', '{"ok":true}', '4bf92f3577b34da6a3ce929d0e0e4736']);
     expect(await attempts.nth(0).locator('time').getAttribute('datetime')).toBe(new Date(t0).toISOString());
     expect(await delivery.getByRole('button', { name: `Resend delivery ${deliveryId}` }).count()).toBe(1);
     await shot('task-faces');

@@ -10,6 +10,7 @@ export interface AttemptView {
   status_code: number | null;
   error: string | null;
   response_excerpt: string | null;
+  trace_id: string | null;
 }
 
 export interface DeliveryView {

@@ -149,8 +149,8 @@ const delivery = {
   created_at: '2026-01-01T00:00:01.274Z',
   completed_at: '2026-01-01T00:01:01.402Z',
   attempts: [
-    { attempt_number: 1, started_at: '2026-01-01T00:00:01.290Z', duration_ms: 212, status_code: 500, error: 'HTTP 500', response_excerpt: 'upstream unavailable' },
-    { attempt_number: 2, started_at: '2026-01-01T00:01:01.301Z', duration_ms: 101, status_code: 204, error: null, response_excerpt: null },
+    { attempt_number: 1, started_at: '2026-01-01T00:00:01.290Z', duration_ms: 212, status_code: 500, error: 'HTTP 500', response_excerpt: 'upstream unavailable', trace_id: '4bf92f3577b34da6a3ce929d0e0e4736' },
+    { attempt_number: 2, started_at: '2026-01-01T00:01:01.301Z', duration_ms: 101, status_code: 204, error: null, response_excerpt: null, trace_id: '4bf92f3577b34da6a3ce929d0e0e4736' },
   ],
 };
 

@@ -11,7 +11,8 @@ SELECT d.id, t.public_id, d.url, d.task_status, d.state::text AS state, d.attemp
        d.next_attempt_at, d.created_at, d.completed_at,
        COALESCE((SELECT json_agg(json_build_object(
                    'attempt_number', a.attempt_number, 'started_at', a.started_at, 'duration_ms', a.duration_ms,
-                   'status_code', a.status_code, 'error', a.error, 'response_excerpt', a.response_excerpt)
+                   'status_code', a.status_code, 'error', a.error, 'response_excerpt', a.response_excerpt,
+                   'trace_id', a.trace_id)
                    ORDER BY a.attempt_number)
                    FROM webhook_attempts a WHERE a.delivery_id = d.id AND NOT a.in_flight), '[]'::json) AS attempts
   FROM webhook_deliveries d
@@ -39,6 +40,7 @@ const deliveryRow = z.object({
       status_code: z.number().nullable(),
       error: z.string().nullable(),
       response_excerpt: z.string().nullable(),
+      trace_id: z.string().nullable(),
     }),
   ),
 });

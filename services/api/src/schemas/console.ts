@@ -222,6 +222,10 @@ export const webhookAttemptSchema = z
       example: 'HTTP 500',
     }),
     response_excerpt: z.string().nullable().meta({ description: "The first 500 characters of the receiver's response body." }),
+    trace_id: z.string().nullable().meta({
+      description: "The attempt's W3C trace id (the task's trace; its `traceparent` was sent with the webhook); null with tracing off.",
+      example: '4bf92f3577b34da6a3ce929d0e0e4736',
+    }),
   })
   .meta({ id: 'WebhookAttempt' });
 

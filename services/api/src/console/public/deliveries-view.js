@@ -79,6 +79,8 @@ function deliveryCard(delivery, resend) {
             { label: 'Latency', render: (a) => el('span', { class: 'latency-cell' }, latencyBar(a.duration_ms, slowest), `${a.duration_ms} ms`) },
             { label: 'Error', render: (a) => (a.error ? el('span', { class: 'attempt-error', text: a.error }) : el('span', { class: 'muted', text: '—' })) },
             { label: 'Answer', render: (a) => (a.response_excerpt ? el('code', { class: 'excerpt', text: a.response_excerpt }) : el('span', { class: 'muted', text: '—' })) },
+            // The task's trace, to look the attempt up in a tracing backend.
+            { label: 'Trace', render: (a) => (a.trace_id ? el('code', { class: 'mono', text: a.trace_id }) : el('span', { class: 'muted', text: '—' })) },
           ],
           delivery.attempts,
           { caption: `Attempts of delivery ${delivery.id}, oldest first` },
