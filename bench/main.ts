@@ -22,7 +22,7 @@
 //  10. Model server (cog-figures.ts; runs after 7): image tasks run on a Cog model server against
 //      the built-in engine in the worker's process, one at a time and under load.
 // It ends with one line per target: `target <name>: <measured> <comparison> <goal> met|MISSED`.
-// BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,cog,runtime (any subset) runs some only.
+// BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime (any subset) runs some only.
 // Services run as `npm run start:*` runs them: node on the built files (built first). The API
 // under test has a paid key with raised limits and a large balance. Figures are printed, never
 // asserted.
@@ -44,6 +44,7 @@ import { fairnessFigures, type Mode as FairnessMode } from './fairness-figures';
 import { hotStatementPlans, middleTaskOf, seedTasks } from './large-database';
 import { lightWebhookLatency, pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
 import { ROOT, startApi, startProcess, stop } from './processes';
+import { tracingFigures } from './tracing-figures';
 import { nowMs, startBenchReceiver } from './receiver';
 import { measureStartup, measureWorkerStop, rssMb, type Service } from './runtime-figures';
 import { formatTarget, median, percentile, type Target } from './stats';
@@ -324,8 +325,8 @@ async function clusterFigures(env: NodeJS.ProcessEnv, ctx: PipelineContext, read
   }
 }
 
-/** Sections run (BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,cog,runtime; default all). */
-const SECTIONS = ['size', 'express', 'light', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'cog', 'runtime'] as const;
+/** Sections run (BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime; default all). */
+const SECTIONS = ['size', 'express', 'light', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'cog', 'tracing', 'runtime'] as const;
 const ONLY = new Set((process.env.BENCH_ONLY ?? SECTIONS.join(',')).split(',').map((x) => x.trim()));
 const runs = (section: (typeof SECTIONS)[number]) => ONLY.has(section);
 
@@ -491,6 +492,18 @@ async function main(): Promise<void> {
       console.log(`   creation p50 ${light.createP50.toFixed(2)} ms, p99 ${light.createP99.toFixed(2)} ms; bare Express p50 ${light.helloP50.toFixed(2)} ms.`);
       console.log(`(${elapsed()})`);
       targets.push({ name: 'create-light-p50', measured: light.createP50, comparison: '<', goal: 4, unit: ' ms', decimals: 2 });
+    }
+    // 11. Tracing: the read with the SDK off, as shipped (no endpoint) and exporting.
+    if (runs('tracing')) {
+      const readPath = new URL(readUrl).pathname;
+      const t = await tracingFigures(env, readPath, main.key, ROUNDS, async (name, url, h) => (await load(name, { url, headers: h })).rps);
+      console.log(`\n11. Tracing: GET /api/tasks/{id}, ${CONNECTIONS} connections, median of ${ROUNDS} interleaved rounds (disabled, unset, exporting), req/s:`);
+      console.log(`   OTEL_SDK_DISABLED=true ${t.rps.disabled.toFixed(0)}; endpoint unset ${t.rps.unset.toFixed(0)} (cost ${t.offCost.toFixed(1)} %); exporting to a local receiver ${t.rps.exporting.toFixed(0)} (cost ${t.onCost.toFixed(1)} %, ${t.exports} export requests).`);
+      console.log(`(${elapsed()})`);
+      targets.push(
+        { name: 'tracing-off-cost', measured: t.offCost, comparison: '<=', goal: 3, unit: '%', decimals: 1 },
+        { name: 'tracing-on-cost', measured: t.onCost, comparison: '<=', goal: 20, unit: '%', decimals: 1 },
+      );
     }
     if (hello) await stop(hello.child);
 
