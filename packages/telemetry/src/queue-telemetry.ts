@@ -5,10 +5,10 @@ let shared: BullMQOtel | undefined;
 
 /**
  * BullMQ's `telemetry` option for queues and workers (producer and consumer spans, the job's
- * context carried in its options), or undefined when tracing is off in this process.
+ * context carried in its options), or undefined when the SDK is not running in this process (no spans to make).
  */
 export function queueTelemetry(): BullMQOtel | undefined {
-  if (telemetryMode() === 'disabled') return undefined;
+  if (telemetryMode() !== 'export') return undefined;
   shared ??= new BullMQOtel({ tracerName: 'taskapi' });
   return shared;
 }

@@ -9,7 +9,6 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import {
-  AlwaysOffSampler,
   BatchSpanProcessor,
   ParentBasedSampler,
   TraceIdRatioBasedSampler,
@@ -29,7 +28,7 @@ export interface TelemetrySettings {
   samplerRatio: number;
 }
 
-/** How tracing runs in this process. */
+/** How tracing runs in this process: no trace context, the task's carried by hand, or the SDK exporting spans. */
 export type TelemetryMode = 'disabled' | 'propagate-only' | 'export';
 
 /** Spans waiting for export at most; more are dropped (and counted) while a collector is slow or gone. */
@@ -133,43 +132,43 @@ const diagToStderr: DiagLogger = {
 
 /**
  * Starts OpenTelemetry for one service. Call it before anything that should be traced is loaded
- * (pg, ioredis, express, undici, http): the instrumentations patch those modules as they are
- * required. See docs/architecture.md, "Tracing":
+ * (pg, ioredis, undici, http): the instrumentations patch those modules as they are required. See
+ * docs/architecture.md, "Tracing":
  *
- * - `OTEL_SDK_DISABLED=true`: nothing is started; there are no trace ids.
- * - no `OTEL_EXPORTER_OTLP_ENDPOINT`: the SDK runs with a sampler that records nothing and only the
- *   HTTP and undici instrumentations, so a request's trace context (its `traceparent`, or a new
- *   trace) is still known, stored with the task, logged and sent on, at next to no cost.
- * - an endpoint: every instrumentation, spans exported over OTLP/HTTP (protobuf) to
+ * - `OTEL_SDK_DISABLED=true`: nothing is started; new tasks get no trace context.
+ * - no `OTEL_EXPORTER_OTLP_ENDPOINT` (the default): nothing is started either; the task's trace
+ *   context is carried by hand (`trace-context.ts`: stored at creation, logged by the worker, sent
+ *   on each webhook attempt), which costs nothing on any other request.
+ * - an endpoint: the SDK with its instrumentations, spans exported over OTLP/HTTP (protobuf) to
  *   `<endpoint>/v1/traces`, `MAX_QUEUED_SPANS` at most waiting.
  */
 export function startTelemetry(defaultServiceName: string, settings: TelemetrySettings): TelemetryMode {
-  if (state.sdk || settings.sdkDisabled) return state.mode;
-  const exporting = settings.endpoint !== undefined;
+  if (state.mode !== 'disabled' || settings.sdkDisabled) return state.mode;
+  state.service = settings.serviceName ?? defaultServiceName;
+  if (settings.endpoint === undefined) {
+    state.mode = 'propagate-only';
+    return state.mode;
+  }
   diag.setLogger(diagToStderr, DiagLogLevel.WARN);
-  const instrumentations = [
-    new HttpInstrumentation({ disableOutgoingRequestInstrumentation: false }),
-    new UndiciInstrumentation({ ignoreRequestHook: namesItsParent }),
-    ...(exporting
-      ? [new ExpressInstrumentation(), new PgInstrumentation({ requireParentSpan: true }), new IORedisInstrumentation({ requireParentSpan: true })]
-      : []),
-  ];
   const sdk = new NodeSDK({
-    resource: resourceFromAttributes({ 'service.name': settings.serviceName ?? defaultServiceName, 'process.pid': process.pid }),
+    resource: resourceFromAttributes({ 'service.name': state.service, 'process.pid': process.pid }),
     autoDetectResources: false,
-    sampler: exporting ? new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.samplerRatio) }) : new AlwaysOffSampler(),
-    spanProcessors: exporting
-      ? [new BoundedExport(new OTLPTraceExporter({ url: `${settings.endpoint}/v1/traces`, headers: { ...settings.headers }, timeoutMillis: 10_000 }))]
-      : [],
-    instrumentations,
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.samplerRatio) }),
+    spanProcessors: [new BoundedExport(new OTLPTraceExporter({ url: `${settings.endpoint}/v1/traces`, headers: { ...settings.headers }, timeoutMillis: 10_000 }))],
+    instrumentations: [
+      new HttpInstrumentation(),
+      new UndiciInstrumentation({ ignoreRequestHook: namesItsParent }),
+      new ExpressInstrumentation(),
+      new PgInstrumentation({ requireParentSpan: true }),
+      new IORedisInstrumentation({ requireParentSpan: true }),
+    ],
     // Nothing but traces: metrics stay on /metrics (Prometheus), logs on stdout.
     metricReaders: [],
     logRecordProcessors: [],
   });
   sdk.start();
   state.sdk = sdk;
-  state.service = settings.serviceName ?? defaultServiceName;
-  state.mode = exporting ? 'export' : 'propagate-only';
+  state.mode = 'export';
   return state.mode;
 }
 

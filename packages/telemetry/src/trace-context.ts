@@ -1,109 +1,64 @@
-import { context, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
-import { getRPCMetadata, RPCType } from '@opentelemetry/core';
+import { randomBytes } from 'node:crypto';
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+/**
+ * W3C Trace Context by hand (https://www.w3.org/TR/trace-context/): what a service does with a
+ * task's `traceparent` when the OpenTelemetry SDK is not running (no exporter endpoint). Pure
+ * functions on strings; no span is recorded.
+ */
 
-/** The active span's W3C `traceparent` (`00-<trace id>-<span id>-<flags>`), or undefined when there is none (tracing off). */
-export function activeTraceParent(ctx: Context = context.active()): string | undefined {
-  const sc = trace.getSpanContext(ctx);
-  if (!sc || !isSpanContextValid(sc)) return undefined;
-  return `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags.toString(16).padStart(2, '0')}`;
+/**
+ * Version 00, a 32-lower-hex trace id and a 16-lower-hex parent id (neither all zeros), 2-hex flags.
+ * Anything else is not a `traceparent` this code continues.
+ */
+const TRACEPARENT = /^00-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The parts of a valid `traceparent`. */
+export interface TraceParent {
+  traceId: string;
+  parentId: string;
+  flags: string;
 }
 
-/** The active trace id (32 hex digits), or undefined when tracing is off. */
-export function activeTraceId(ctx: Context = context.active()): string | undefined {
-  const sc = trace.getSpanContext(ctx);
-  return sc && isSpanContextValid(sc) ? sc.traceId : undefined;
+/** The parts of `value` when it is a valid version-00 `traceparent`, else undefined. */
+export function parseTraceParent(value: string | null | undefined): TraceParent | undefined {
+  const m = value ? TRACEPARENT.exec(value) : null;
+  return m ? { traceId: m[1] as string, parentId: m[2] as string, flags: m[3] as string } : undefined;
 }
 
-/** The trace id of a stored `traceparent`, or undefined. */
+/** The trace id of a valid `traceparent`, else undefined. */
 export function traceIdOf(traceParent: string | null | undefined): string | undefined {
-  return traceParent ? TRACEPARENT.exec(traceParent)?.[1] : undefined;
+  return parseTraceParent(traceParent)?.traceId;
 }
 
-/**
- * A context whose parent is the span a stored `traceparent` names (a remote parent), or the root
- * context when there is none or it is malformed.
- */
-export function contextOf(traceParent: string | null | undefined): Context {
-  const m = traceParent ? TRACEPARENT.exec(traceParent) : null;
-  if (!m) return ROOT_CONTEXT;
-  const sc = { traceId: m[1] as string, spanId: m[2] as string, traceFlags: parseInt(m[3] as string, 16) & 1, isRemote: true };
-  return isSpanContextValid(sc) ? trace.setSpanContext(ROOT_CONTEXT, sc) : ROOT_CONTEXT;
-}
-
-/**
- * The parent for a task's span: the active span when it is already in the task's trace (the
- * BullMQ consumer span of a job added in the task's context), else the task's stored
- * `traceparent` (a job the sweeper re-added after a Redis loss, or one released by another task).
- */
-export function taskContext(traceParent: string | null | undefined): Context {
-  const active = context.active();
-  const id = traceIdOf(traceParent);
-  if (id === undefined || activeTraceId(active) === id) return active;
-  return contextOf(traceParent);
-}
-
-/** Options of `inSpan`. */
-export interface SpanOptions {
-  kind?: SpanKind;
-  attributes?: Attributes;
-  /** The parent context (default the active one). */
-  parent?: Context;
-}
-
-const tracer = () => trace.getTracer('taskapi');
-
-/**
- * Runs `fn` in a new span (ended when `fn` settles; an error thrown marks it failed). With tracing
- * off this is a plain call.
- */
-export async function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
-  const parent = opts.parent ?? context.active();
-  const span = tracer().startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
-  try {
-    return await context.with(trace.setSpan(parent, span), () => fn(span));
-  } catch (err) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-    throw err;
-  } finally {
-    span.end();
+/** `bytes` random bytes in lower hex, never all zeros (an invalid id). */
+function randomId(bytes: number): string {
+  for (;;) {
+    const id = randomBytes(bytes).toString('hex');
+    if (!/^0+$/.test(id)) return id;
   }
 }
 
-/** A span that was started, and the context with it as the active span. */
-export interface StartedSpan {
-  span: Span;
-  context: Context;
-  /** Its trace id, or undefined with tracing off. */
-  traceId: string | undefined;
-}
+/** A new random trace id (32 lower hex). */
+export const newTraceId = (): string => randomId(16);
 
-/** Starts a span without making it active: run what belongs in it with `withContext(started.context, …)`, then end it. */
-export function startSpan(name: string, opts: SpanOptions): StartedSpan {
-  const parent = opts.parent ?? context.active();
-  const span = tracer().startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
-  const ctx = trace.setSpan(parent, span);
-  return { span, context: ctx, traceId: activeTraceId(ctx) };
-}
+/** A new random span id (16 lower hex). */
+export const newSpanId = (): string => randomId(8);
 
-/** Runs `fn` in `ctx` (a stored `traceparent`'s, say). */
-export function withContext<T>(ctx: Context, fn: () => T): T {
-  return context.with(ctx, fn);
+/**
+ * A `traceparent` for a new span under `parent`: the parent's trace id and flags with a new span
+ * id; when `parent` is missing or not a valid `traceparent`, a new trace (flags 00: nothing was
+ * recorded for it).
+ */
+export function childTraceParent(parent: string | null | undefined): string {
+  const p = parseTraceParent(parent);
+  return `00-${p?.traceId ?? newTraceId()}-${newSpanId()}-${p?.flags ?? '00'}`;
 }
 
 /**
- * Names the HTTP server span of the current request after a route template of the registry
- * (`GET /api/tasks/{publicId}`) and sets its `http.route`, the label the metrics use too.
+ * A `traceparent` that continues `parent` only: a new span id in its trace, or undefined when
+ * `parent` is missing or invalid (no trace to continue).
  */
-export function nameServerSpan(method: string, template: string): void {
-  const meta = getRPCMetadata(context.active());
-  if (meta?.type !== RPCType.HTTP) return;
-  meta.route = template;
-  if (!meta.span.isRecording()) return;
-  meta.span.setAttribute('http.route', template);
-  meta.span.updateName(`${method} ${template}`);
+export function continuedTraceParent(parent: string | null | undefined): string | undefined {
+  const p = parseTraceParent(parent);
+  return p ? `00-${p.traceId}-${newSpanId()}-${p.flags}` : undefined;
 }
-
-export { SpanKind, SpanStatusCode };
-export type { Span };

@@ -4,7 +4,6 @@ import { newId } from '@taskapi/ids';
 import { TaskStatus } from '@taskapi/domain';
 import { sha256Hex } from '@taskapi/crypto';
 import { inputKey, type FileStore } from '@taskapi/file-store';
-import { activeTraceParent } from '@taskapi/telemetry';
 import { ApiError } from '../errors';
 import type { IdempotencyRepository } from '../repositories/idempotency';
 import type { CreationOutcome, NewTask, Payer, TaskRepository, TaskRow } from '../repositories/tasks';
@@ -90,9 +89,10 @@ export class TaskCreator {
 
   /**
    * Throws 402 when credits are short. With an idempotency key, the same key and body within 24 h
-   * returns the first task (charged once) and a different body is a 409.
+   * returns the first task (charged once) and a different body is a 409. `traceParent` is stored
+   * with the task (`tasks.trace_parent`): its trace continues in the worker and each webhook attempt.
    */
-  async create(principal: KeyPrincipal, draft: TaskDraft, cost: number, idempotency?: IdempotencyRequest): Promise<CreateTaskResult> {
+  async create(principal: KeyPrincipal, draft: TaskDraft, cost: number, idempotency?: IdempotencyRequest, traceParent?: string): Promise<CreateTaskResult> {
     const task: NewTask = {
       publicId: newId('task'),
       apiKeyId: principal.keyId,
@@ -102,7 +102,7 @@ export class TaskCreator {
       callbackUrl: draft.callbackUrl,
       cost,
       upload: null,
-      traceParent: activeTraceParent() ?? null,
+      traceParent: traceParent ?? null,
     };
     let outcome: CreationOutcome;
     if (!idempotency) {

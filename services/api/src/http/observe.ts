@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { MODEL_WEBHOOK_PATH } from '@taskapi/domain';
 import { sequentialIds } from '@taskapi/ids';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
-import { activeTraceId } from '@taskapi/telemetry';
+import { activeTraceId, telemetryMode } from '@taskapi/telemetry';
 import { accessLogLevel } from './access-log-level';
 import { locals } from './request-context';
 import { requestRecorder, type ApiMetrics } from '../infra/metrics';
@@ -42,13 +42,15 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
   const nextRequestId = sequentialIds('request');
   const record = requestRecorder(metrics);
   const accessLine = flatLineWriter(logger, 'request', ACCESS_FIELDS);
+  // Without the SDK there is no server span: only a route that knows its trace (a creation) sets one.
+  const spans = telemetryMode() === 'export';
   return (req, res, next) => {
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && INCOMING_ID.test(incoming) ? incoming : nextRequestId();
     const ctx = locals(res);
-    // The request's trace (its `traceparent`'s, or a new one; none with tracing off), read while
-    // the HTTP server span is the active one.
-    const traceId = activeTraceId();
+    // With the SDK, the request's trace (its `traceparent`'s, or a new one), read while the HTTP
+    // server span is the active one.
+    const traceId = spans ? activeTraceId() : undefined;
     ctx.requestId = requestId;
     ctx.startedAt = process.hrtime.bigint();
     res.setHeader('X-Request-Id', requestId);
@@ -74,7 +76,7 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
         ctx.key?.accountId ?? ctx.session?.accountId,
         ctx.key?.keyPrefix,
         ctx.publicId,
-        traceId,
+        ctx.traceId ?? traceId,
       ]);
     });
     next();

@@ -13,6 +13,8 @@ export interface RequestLocals {
   key?: KeyPrincipal;
   session?: SessionPrincipal;
   publicId?: string;
+  /** The request's trace id for the access line, where a route knows it (a creation). */
+  traceId?: string;
   /** What the rate limiter read for the route along with the limit (domain/read-task.ts). */
   prefetched?: Prefetched;
   /** The raw JSON body text (task creation only), for echoing `payload` unchanged. */

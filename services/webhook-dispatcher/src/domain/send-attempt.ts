@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { EgressError, type EgressClient } from '@taskapi/egress';
 import { storableText } from '@taskapi/domain';
 import type { WebhookAttemptResult } from '@taskapi/queue';
-import { activeTraceParent, SpanKind, SpanStatusCode, startSpan, taskContext, withContext } from '@taskapi/telemetry';
+import { outgoingTraceParent, SpanKind, SpanStatusCode, startSpan, taskContext, traceIdOf, withContext } from '@taskapi/telemetry';
 
 /** How much of a receiver's answer is read, and how much of it is kept for the console. */
 const MAX_RESPONSE_READ = 64 * 1024;
@@ -27,13 +27,14 @@ export async function sendAttempt(egress: EgressClient, req: WebhookRequest, tim
   let error: string | null = null;
   let excerpt: string | null = null;
   // The attempt's client span, in the task's trace; the receiver gets its `traceparent` beside the
-  // spec's headers (docs/webhooks.md).
+  // spec's headers (docs/webhooks.md). Without the SDK the span is a no-op and the `traceparent`
+  // is made by hand: the task's trace, a new span id.
   const traced = startSpan('webhook attempt', {
     kind: SpanKind.CLIENT,
     parent: taskContext(req.traceParent),
     attributes: { 'http.request.method': 'POST', 'server.address': new URL(req.url).hostname },
   });
-  const traceParent = activeTraceParent(traced.context);
+  const traceParent = outgoingTraceParent(traced, req.traceParent);
   const headers = traceParent ? { ...req.headers, traceparent: traceParent } : req.headers;
   try {
     const res = await withContext(traced.context, () =>
@@ -57,7 +58,7 @@ export async function sendAttempt(egress: EgressClient, req: WebhookRequest, tim
     status_code: statusCode,
     error,
     response_excerpt: excerpt,
-    trace_id: traced.traceId ?? null,
+    trace_id: traceIdOf(traceParent) ?? null,
   };
 }
 

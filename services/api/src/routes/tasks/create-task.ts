@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { activeTraceParent } from '@taskapi/telemetry';
+import { creationTraceParent, traceIdOf } from '@taskapi/telemetry';
 import { TASK_KIND_CATALOG, type TaskKind } from '@taskapi/task-kinds';
 import { requestFingerprint, type IdempotencyRequest } from '../../domain/create-task';
 import { createTaskSchemas, draftTask } from '../../domain/task-input';
@@ -108,15 +108,19 @@ export function createTaskRoute(kind: TaskKind) {
       // The fingerprint is of the body as sent (before defaults), so equal requests match.
       const idempotency: IdempotencyRequest | undefined = key === undefined ? undefined : { key, fingerprint: requestFingerprint(kind, req.body) };
 
-      const { row, replayed } = await taskCreator.create(principal, draft, config.taskCosts[kind], idempotency);
-      locals(res).publicId = row.public_id;
+      // The task's trace: the caller's (a valid `traceparent`) or a new one; see creationTraceParent.
+      const traceParent = creationTraceParent(req.headers.traceparent);
+      const ctx = locals(res);
+      ctx.traceId = traceIdOf(traceParent);
+      const { row, replayed } = await taskCreator.create(principal, draft, config.taskCosts[kind], idempotency, traceParent);
+      ctx.publicId = row.public_id;
       const out: Record<string, string> = { Location: `${config.publicBaseUrl}/api/tasks/${row.public_id}` };
       if (replayed) {
         out['Idempotent-Replayed'] = 'true';
       } else {
         metrics.tasksCreated.inc({ kind, key_type: principal.type });
         try {
-          await enqueueTask(kind, { publicId: row.public_id, accountId: principal.accountId, order: row.id, createdAt: row.created_at, traceParent: activeTraceParent() });
+          await enqueueTask(kind, { publicId: row.public_id, accountId: principal.accountId, order: row.id, createdAt: row.created_at, traceParent });
         } catch (err) {
           // The task is committed and paid for; the sweeper gives the scheduler queued tasks it does not know.
           logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });

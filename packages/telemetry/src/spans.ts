@@ -1,0 +1,124 @@
+import { context, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { getRPCMetadata, RPCType } from '@opentelemetry/core';
+import { telemetryMode } from './start-telemetry';
+import { childTraceParent, continuedTraceParent, parseTraceParent, traceIdOf } from './trace-context';
+
+
+/** The active span's W3C `traceparent` (`00-<trace id>-<span id>-<flags>`), or undefined when there is none (tracing off). */
+export function activeTraceParent(ctx: Context = context.active()): string | undefined {
+  const sc = trace.getSpanContext(ctx);
+  if (!sc || !isSpanContextValid(sc)) return undefined;
+  return `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags.toString(16).padStart(2, '0')}`;
+}
+
+/** The active trace id (32 hex digits), or undefined when tracing is off. */
+export function activeTraceId(ctx: Context = context.active()): string | undefined {
+  const sc = trace.getSpanContext(ctx);
+  return sc && isSpanContextValid(sc) ? sc.traceId : undefined;
+}
+
+/**
+ * A context whose parent is the span a stored `traceparent` names (a remote parent), or the root
+ * context when there is none or it is malformed.
+ */
+export function contextOf(traceParent: string | null | undefined): Context {
+  const p = parseTraceParent(traceParent);
+  if (!p) return ROOT_CONTEXT;
+  return trace.setSpanContext(ROOT_CONTEXT, { traceId: p.traceId, spanId: p.parentId, traceFlags: parseInt(p.flags, 16) & 1, isRemote: true });
+}
+
+/**
+ * The parent for a task's span: the active span when it is already in the task's trace (the
+ * BullMQ consumer span of a job added in the task's context), else the task's stored
+ * `traceparent` (a job the sweeper re-added after a Redis loss, or one released by another task).
+ */
+export function taskContext(traceParent: string | null | undefined): Context {
+  const active = context.active();
+  const id = traceIdOf(traceParent);
+  if (id === undefined || activeTraceId(active) === id) return active;
+  return contextOf(traceParent);
+}
+
+/** Options of `inSpan`. */
+export interface SpanOptions {
+  kind?: SpanKind;
+  attributes?: Attributes;
+  /** The parent context (default the active one). */
+  parent?: Context;
+}
+
+const tracer = () => trace.getTracer('taskapi');
+
+/**
+ * Runs `fn` in a new span (ended when `fn` settles; an error thrown marks it failed). With tracing
+ * off this is a plain call.
+ */
+export async function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
+  const parent = opts.parent ?? context.active();
+  const span = tracer().startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
+  try {
+    return await context.with(trace.setSpan(parent, span), () => fn(span));
+  } catch (err) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+/** A span that was started, and the context with it as the active span. */
+export interface StartedSpan {
+  span: Span;
+  context: Context;
+  /** Its trace id, or undefined with tracing off. */
+  traceId: string | undefined;
+}
+
+/** Starts a span without making it active: run what belongs in it with `withContext(started.context, …)`, then end it. */
+export function startSpan(name: string, opts: SpanOptions): StartedSpan {
+  const parent = opts.parent ?? context.active();
+  const span = tracer().startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes }, parent);
+  const ctx = trace.setSpan(parent, span);
+  return { span, context: ctx, traceId: activeTraceId(ctx) };
+}
+
+/** Runs `fn` in `ctx` (a stored `traceparent`'s, say). */
+export function withContext<T>(ctx: Context, fn: () => T): T {
+  return context.with(ctx, fn);
+}
+
+/**
+ * Names the HTTP server span of the current request after a route template of the registry
+ * (`GET /api/tasks/{publicId}`) and sets its `http.route`, the label the metrics use too.
+ */
+export function nameServerSpan(method: string, template: string): void {
+  const meta = getRPCMetadata(context.active());
+  if (meta?.type !== RPCType.HTTP) return;
+  meta.route = template;
+  if (!meta.span.isRecording()) return;
+  meta.span.setAttribute('http.route', template);
+  meta.span.updateName(`${method} ${template}`);
+}
+
+/**
+ * The `traceparent` a creation request stores with its task: with the SDK exporting, its HTTP
+ * server span's (the active one); without the SDK (no endpoint), by hand: the incoming valid
+ * `traceparent`'s trace with a new span id, else a new trace; with `OTEL_SDK_DISABLED`, none.
+ */
+export function creationTraceParent(incoming: string | string[] | undefined): string | undefined {
+  const mode = telemetryMode();
+  if (mode === 'export') return activeTraceParent();
+  if (mode === 'disabled') return undefined;
+  return childTraceParent(typeof incoming === 'string' ? incoming : undefined);
+}
+
+/**
+ * The `traceparent` a request made in `started` sends: its span's when the SDK runs, else (by
+ * hand) the task's stored trace with a new span id, or none when the task has no trace.
+ */
+export function outgoingTraceParent(started: StartedSpan, stored: string | null | undefined): string | undefined {
+  return telemetryMode() === 'export' ? activeTraceParent(started.context) : continuedTraceParent(stored);
+}
+
+export { SpanKind, SpanStatusCode };
+export type { Span };
