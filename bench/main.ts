@@ -21,6 +21,8 @@
 //      mid-video, and the API's resident memory (VmRSS) after all of the above.
 //  10. Model server (cog-figures.ts; runs after 7): image tasks run on a Cog model server against
 //      the built-in engine in the worker's process, one at a time and under load.
+//  11. Tracing (tracing-figures.ts; runs after 3): the read with OTEL_SDK_DISABLED, with no endpoint
+//      (as shipped), exporting every span and exporting one trace in ten, interleaved rounds.
 // It ends with one line per target: `target <name>: <measured> <comparison> <goal> met|MISSED`.
 // BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime (any subset) runs some only.
 // Services run as `npm run start:*` runs them: node on the built files (built first). The API
@@ -497,8 +499,8 @@ async function main(): Promise<void> {
     if (runs('tracing')) {
       const readPath = new URL(readUrl).pathname;
       const t = await tracingFigures(env, readPath, main.key, ROUNDS, async (name, url, h) => (await load(name, { url, headers: h })).rps);
-      console.log(`\n11. Tracing: GET /api/tasks/{id}, ${CONNECTIONS} connections, median of ${ROUNDS} interleaved rounds (disabled, unset, exporting), req/s:`);
-      console.log(`   OTEL_SDK_DISABLED=true ${t.rps.disabled.toFixed(0)}; endpoint unset ${t.rps.unset.toFixed(0)} (cost ${t.offCost.toFixed(1)} %); exporting to a local receiver ${t.rps.exporting.toFixed(0)} (cost ${t.onCost.toFixed(1)} %, ${t.exports} export requests).`);
+      console.log(`\n11. Tracing: GET /api/tasks/{id}, ${CONNECTIONS} connections, median of ${ROUNDS} interleaved rounds (disabled, unset, exporting, exporting 10 % sampled), req/s:`);
+      console.log(`   OTEL_SDK_DISABLED=true ${t.rps.disabled.toFixed(0)}; endpoint unset ${t.rps.unset.toFixed(0)} (cost ${t.offCost.toFixed(1)} %); exporting to a local receiver ${t.rps.exporting.toFixed(0)} (cost ${t.onCost.toFixed(1)} %, ${t.exports} export requests); OTEL_TRACES_SAMPLER_ARG=0.1 ${t.rps.sampled.toFixed(0)} (cost ${t.sampledCost.toFixed(1)} %).`);
       console.log(`(${elapsed()})`);
       targets.push(
         { name: 'tracing-off-cost', measured: t.offCost, comparison: '<=', goal: 3, unit: '%', decimals: 1 },

@@ -1,7 +1,6 @@
 import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { ExpressInstrumentation } from '@opentelemetry/instrumentation-express';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
@@ -121,6 +120,11 @@ function namesItsParent(request: { headers: string | Array<string | string[]> })
   return false;
 }
 
+/** Probes and scrapes (every few seconds, from the platform): no trace of their own. */
+function isProbe(request: { url?: string | undefined }): boolean {
+  return request.url !== undefined && /^\/(healthz|readyz|metrics)(\?|$)/.test(request.url);
+}
+
 /** The SDK's own complaints (an exporter's errors are counted above) go to stderr as JSON, warnings and up. */
 const diagToStderr: DiagLogger = {
   error: (message) => process.stderr.write(`${JSON.stringify({ level: 'error', message: `opentelemetry: ${message}` })}\n`),
@@ -156,9 +160,10 @@ export function startTelemetry(defaultServiceName: string, settings: TelemetrySe
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.samplerRatio) }),
     spanProcessors: [new BoundedExport(new OTLPTraceExporter({ url: `${settings.endpoint}/v1/traces`, headers: { ...settings.headers }, timeoutMillis: 10_000 }))],
     instrumentations: [
-      new HttpInstrumentation(),
+      // No Express instrumentation: the route table names the server span and sets http.route
+      // (nameServerSpan), and a span per middleware was a large part of the cost of a read.
+      new HttpInstrumentation({ ignoreIncomingRequestHook: isProbe }),
       new UndiciInstrumentation({ ignoreRequestHook: namesItsParent }),
-      new ExpressInstrumentation(),
       new PgInstrumentation({ requireParentSpan: true }),
       new IORedisInstrumentation({ requireParentSpan: true }),
     ],
