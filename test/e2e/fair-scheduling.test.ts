@@ -213,7 +213,9 @@ describe('fair share, caps and recovery (one Redis server)', () => {
   });
 
   it('three accounts with different backlogs share the slots evenly while each has work', async () => {
-    system = await FairSystem.start({ REDIS_URL: redisServer.url }, () => ({ delayMs: 30 }));
+    // Runs of 100 ms: the fair share is of slots, so starts split evenly only while runs last about
+    // as long as each other; the protocol's few milliseconds of jitter must stay small beside them.
+    system = await FairSystem.start({ REDIS_URL: redisServer.url }, () => ({ delayMs: 100 }));
     const customers = [await system.customer(), await system.customer(), await system.customer()];
     // Backlogs of 24, 12 and 6, created before any worker runs (the oldest are A's).
     for (const [c, n] of [[customers[0]!, 24], [customers[1]!, 12], [customers[2]!, 6]] as const) await system.create(c, n);
