@@ -143,6 +143,20 @@ describe('on a Redis Cluster', () => {
     expect(Date.now() - started).toBeLessThan(25_000);
   });
 
+  it('a task event stream on one replica follows a task run from the other, to its terminal event', async () => {
+    const publicId = await create(a, 'video-generation', { prompt: 'cluster stream', duration_seconds: 1 });
+    const res = await fetch(`${b.url}/api/tasks/${publicId}/events`, { headers: withKey(paidKey) });
+    expect(res.status).toBe(200);
+    // The server closes the stream after the terminal event.
+    const text = await res.text();
+    const tasks = text
+      .split('\n\n')
+      .filter((e) => e.startsWith('event: task\n'))
+      .map((e) => JSON.parse(e.slice(e.indexOf('data: ') + 6)) as { status: number; progress: number | null });
+    expect(tasks.at(-1)).toMatchObject({ status: 20, progress: 1 });
+    expect(tasks.some((t) => t.status === 10)).toBe(true);
+  });
+
   it('a console session ends on logout on every replica', async () => {
     const user = await seedAccount(a);
     expect((await b.req('GET', '/api/credits/balance', { headers: user.auth })).status).toBe(200);
