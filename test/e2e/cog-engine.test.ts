@@ -178,6 +178,8 @@ describe('the cog engine', () => {
       (await system.api.deps.db.pool.query<{ status: number; attempts: number }>('SELECT status, attempts FROM tasks WHERE public_id = $1', [publicId])).rows[0];
     await waitFor(async () => (await row(second))?.status === 0, { what: 'the second task back in the queue' });
     expect(await row(second)).toEqual({ status: 0, attempts: 0 });
+    // Readers see it queued again too (the status marker was moved back, and announced).
+    await waitFor(async () => (await get(second)).body.status === 0, { what: 'GET to show the task queued' });
     held.release(predictionId(first, 1));
     await waitFor(() => held.holds(secondId), { what: 'the second prediction to run' });
     // Capacity learned: one refusal, then the task was only offered again once the slot was free.
@@ -280,9 +282,22 @@ describe('the cog engine', () => {
     const publicId = await create('video-generation', { prompt: 'deploy', duration_seconds: 2 });
     const id = predictionId(publicId, 1);
     await waitFor(() => held.holds(id), { what: 'the prediction to run' });
+    const stream = await fetch(`${system.api.url}/api/tasks/${publicId}/events`, { headers: withKey(key) });
     await first.stop();
     workers.splice(workers.indexOf(first), 1);
     expect(cog.predictions()).toEqual([expect.objectContaining({ id, status: 'processing', cancelRequested: false })]);
+    // The hand-back is visible: GET and an event stream show the task queued again.
+    expect((await get(publicId)).body).toMatchObject({ status: 0, progress: null });
+    const reader = stream.body!.getReader();
+    let seen = '';
+    await waitFor(
+      async () => {
+        seen += new TextDecoder().decode((await reader.read()).value);
+        return seen.includes('"status":0,') && seen.lastIndexOf('"status":0,') > seen.indexOf('"status":10,');
+      },
+      { what: 'the stream to show the hand-back' },
+    );
+    await reader.cancel();
     await cogWorker('VIDEO', cog.url);
     await waitFor(() => (cog.putRequests()[id] ?? 0) >= 4, { what: 'the second worker to re-attach' });
     held.release(id);

@@ -1,4 +1,4 @@
-import { TASK_CHANGED_CHANNEL } from './task-progress';
+import { TASK_CHANGED_CHANNEL, taskProgressKey } from './task-progress';
 import { isTerminalStatus } from './task-rules';
 
 // Every committed status change of a task is mirrored to a small Redis key, written *after* the
@@ -65,6 +65,31 @@ export async function recordTaskStatus(redis: MarkerRedis, accountId: string, pu
   const ttl = terminal ? TERMINAL_TTL_SECONDS : NON_TERMINAL_TTL_SECONDS;
   const channel = terminal ? TASK_FINISHED_CHANNEL : TASK_CHANGED_CHANNEL;
   await redis.eval(RECORD_MAX_SCRIPT, 1, taskStatusMarkerKey(accountId, publicId), status, ttl, channel, `${accountId} ${publicId} ${status}`, terminal ? '0' : '1');
+}
+
+// A hand-back is the one move back (processing → queued, committed before): only from 10, so a
+// terminal marker (a cancel racing it) is never undone; the running value of the progress goes too.
+const RECORD_HAND_BACK_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= '10' then return 0 end
+redis.call('SET', KEYS[1], '0', 'EX', ARGV[1])
+redis.call('DEL', KEYS[2])
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1`;
+
+/**
+ * Records a committed hand-back (the task is queued again, no attempt spent: a worker shutting
+ * down, a model server at capacity), so reads and event streams show it queued, not processing.
+ */
+export async function recordHandBack(redis: MarkerRedis, accountId: string, publicId: string): Promise<void> {
+  await redis.eval(
+    RECORD_HAND_BACK_SCRIPT,
+    2,
+    taskStatusMarkerKey(accountId, publicId),
+    taskProgressKey(accountId, publicId),
+    NON_TERMINAL_TTL_SECONDS,
+    TASK_CHANGED_CHANNEL,
+    `${accountId} ${publicId} 0`,
+  );
 }
 
 /**

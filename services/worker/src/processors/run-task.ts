@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { UnrecoverableError, type Job, type Processor } from 'bullmq';
-import { ProgressThrottle, recordTaskProgress, recordTaskStatus, TaskStatus } from '@taskapi/domain';
+import { ProgressThrottle, recordHandBack, recordTaskProgress, recordTaskStatus, TaskStatus } from '@taskapi/domain';
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
@@ -131,6 +131,14 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
     // The run's end, told once the terminal transition is committed, beside its announcement.
     const ended = () => tell('ended', (report) => deps.scheduler.done(publicId, report), run);
 
+    // After a hand-back's commit: readers and event streams see the task queued again.
+    // (After the run's own "processing" write, or that write could land after it.)
+    const announceHandBack = async () => {
+      await marked.catch(() => undefined);
+      await recordHandBack(deps.redis, task.account_id, publicId).catch((err: unknown) =>
+        log().warn('could not record the hand-back in Redis; readers show the task processing until it runs again', { error: (err as Error).message }),
+      );
+    };
     const deadline = AbortSignal.timeout(deps.timeoutMs);
     // A cancel of this task (on any API replica) stops the engine within moments.
     const cancel = deps.running.add(publicId);
@@ -178,6 +186,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         // Not a failure: queued again without spending an attempt, at the front of its account's
         // line, offered again after a moment (the model server was at capacity or starting).
         const handedBack = await handBackTask(deps.db, task);
+        if (handedBack) await announceHandBack();
         await tell('was refused as busy', (report) => deps.scheduler.retryLater(run, err.retryInMs, report), run);
         observe('busy');
         log().info('engine busy; task queued again', { reason: err.message, retry_in_ms: err.retryInMs, task_requeued: handedBack });
@@ -187,6 +196,7 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         // Hand the task back untouched: queued again without spending an attempt, keeping its place
         // (this job ends; the scheduler releases the task again at the head of the kind's queue).
         const handedBack = await handBackTask(deps.db, task);
+        if (handedBack) await announceHandBack();
         await tell('was handed back', (report) => deps.scheduler.handBack(run, report), run);
         observe('handed_back');
         log().info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
