@@ -75,7 +75,7 @@ describe('npm start', () => {
     const puts = cog.putRequests()[id]!;
     // Its create (answered with the running prediction) and its stream: released only then, or the
     // prediction could end between the two, and the stream's PUT would start it again.
-    await waitFor(() => cog.putRequests()[id]! >= puts + 2, { what: 'the worker to re-attach' });
+    await waitFor(() => cog.putRequests()[id]! >= puts + 2, { timeoutMs: 30_000, what: 'the worker to re-attach' });
     cog.held.release(id);
     expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
     const { rows } = await system.api.deps.db.pool.query('SELECT attempts FROM tasks WHERE public_id = $1', [publicId]);

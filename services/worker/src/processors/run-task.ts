@@ -186,8 +186,8 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         // Not a failure: queued again without spending an attempt, at the front of its account's
         // line, offered again after a moment (the model server was at capacity or starting).
         const handedBack = await handBackTask(deps.db, task);
-        if (handedBack) await announceHandBack();
         await tell('was refused as busy', (report) => deps.scheduler.retryLater(run, err.retryInMs, report), run);
+        if (handedBack) await announceHandBack();
         observe('busy');
         log().info('engine busy; task queued again', { reason: err.message, retry_in_ms: err.retryInMs, task_requeued: handedBack });
         return { outcome: 'busy', retry_in_ms: err.retryInMs };
@@ -196,8 +196,9 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         // Hand the task back untouched: queued again without spending an attempt, keeping its place
         // (this job ends; the scheduler releases the task again at the head of the kind's queue).
         const handedBack = await handBackTask(deps.db, task);
-        if (handedBack) await announceHandBack();
+        // The scheduler first: a process stopping must not lose the task's place for a marker.
         await tell('was handed back', (report) => deps.scheduler.handBack(run, report), run);
+        if (handedBack) await announceHandBack();
         observe('handed_back');
         log().info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
         return { outcome: 'handed_back' };
