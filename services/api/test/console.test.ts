@@ -1,5 +1,5 @@
 import jwt from 'jsonwebtoken';
-import { TEST_PASSWORD } from '@taskapi/testing';
+import { TEST_PASSWORD, waitFor } from '@taskapi/testing';
 import { newId } from '@taskapi/ids';
 import { createKey, expireGrant, seedAccount, seedGrant, startApi, withKey, type TestAccount, type TestApi } from './support/harness';
 
@@ -141,7 +141,14 @@ describe('console API', () => {
       await api.req('POST', `/api/keys/${revoked.id}/revoke`, { headers: acct.auth });
       await api.req('GET', '/api/tasks', { headers: withKey(paid) });
 
-      const res = await api.req('GET', '/api/keys', { headers: acct.auth });
+      // last_used_at is written after the request is answered, off its path.
+      const res = await waitFor(
+        async () => {
+          const list = await api.req('GET', '/api/keys', { headers: acct.auth });
+          return list.body.data?.find((k: { id: string; last_used_at: string | null }) => k.id === paid.id)?.last_used_at ? list : undefined;
+        },
+        { what: "the paid key's last use to be recorded" },
+      );
       expect(res.status).toBe(200);
       for (const secret of [paid.plaintext, trial.plaintext, revoked.plaintext]) expect(res.text).not.toContain(secret.slice(16));
       expect(res.text).not.toMatch(/hash|ciphertext/i);
