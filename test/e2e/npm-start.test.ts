@@ -65,23 +65,36 @@ describe('npm start', () => {
     return publicId;
   }
 
-  async function finishedByAnotherWorker(publicId: string): Promise<void> {
+  async function finishedByAnotherWorker(publicId: string, stopped: ChildService): Promise<void> {
+    // The prediction npm start's worker created still runs (a shutdown does not cancel it): the next
+    // worker re-attaches to it by its id. Counted before that worker starts: it may take the task
+    // before it logs that it started.
+    const id = predictionId(publicId, 1);
+    const puts = cog.putRequests()[id]!;
     const env = { ...system.env, WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_WEBHOOK_BASE_URL: system.api.url };
     const worker = await startChild('worker', env, 'worker started');
     started.push(worker);
-    // The prediction npm start's worker created still runs (a shutdown does not cancel it): this
-    // worker re-attaches to it by its id.
-    const id = predictionId(publicId, 1);
-    const puts = cog.putRequests()[id]!;
-    // Its create (answered with the running prediction) and its stream: released only then, or the
-    // prediction could end between the two, and the stream's PUT would start it again.
-    await waitFor(() => cog.putRequests()[id]! >= puts + 2, { timeoutMs: 30_000, what: 'the worker to re-attach' });
-    cog.held.release(id);
-    expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
-    const { rows } = await system.api.deps.db.pool.query('SELECT attempts FROM tasks WHERE public_id = $1', [publicId]);
-    expect(rows[0]).toEqual({ attempts: 1 });
-    expect(cog.predictions().filter((p) => p.id.startsWith(publicId))).toHaveLength(1);
-    await worker.stop();
+    try {
+      // Its create (answered with the running prediction) and its stream: released only then, or the
+      // prediction could end between the two, and the stream's PUT would start it again.
+      try {
+        await waitFor(() => cog.putRequests()[id]! >= puts + 2, { timeoutMs: 30_000, what: 'the worker to re-attach' });
+      } catch (err) {
+        // What both workers said of the task and of the scheduler, for whoever reads a failure.
+        const said = (logs: Array<Record<string, unknown>>) =>
+          logs.filter((l) => l.public_id === publicId || l.level === 'warn' || l.level === 'error').map((l) => JSON.stringify(l));
+        const status = (await system.api.deps.db.pool.query('SELECT status, attempts FROM tasks WHERE public_id = $1', [publicId])).rows[0];
+        throw new Error(`${(err as Error).message}; task ${JSON.stringify(status)}; npm start said:\n${said(stopped.logs).join('\n')}\nthe new worker said:\n${said(worker.logs).join('\n')}`, { cause: err });
+      }
+      cog.held.release(id);
+      expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
+      const { rows } = await system.api.deps.db.pool.query('SELECT attempts FROM tasks WHERE public_id = $1', [publicId]);
+      expect(rows[0]).toEqual({ attempts: 1 });
+      expect(cog.predictions().filter((p) => p.id.startsWith(publicId))).toHaveLength(1);
+    } finally {
+      // Not left running into the next test, where it would take that test's task.
+      await worker.stop();
+    }
   }
 
   async function expectStoppedCleanly(service: ChildService, publicId: string): Promise<void> {
@@ -109,7 +122,7 @@ describe('npm start', () => {
     const publicId = await runningVideoTask(port);
     service.child.kill('SIGTERM');
     await expectStoppedCleanly(service, publicId);
-    await finishedByAnotherWorker(publicId);
+    await finishedByAnotherWorker(publicId, service);
   }, 60_000);
 
   it('Ctrl-C (SIGINT to the process group) stops every service gracefully', async () => {
@@ -117,6 +130,6 @@ describe('npm start', () => {
     const publicId = await runningVideoTask(port);
     process.kill(-service.child.pid!, 'SIGINT');
     await expectStoppedCleanly(service, publicId);
-    await finishedByAnotherWorker(publicId);
+    await finishedByAnotherWorker(publicId, service);
   }, 60_000);
 });
