@@ -70,7 +70,15 @@ class FairSystem {
     const body = kind === 'image-generation' ? { prompt: 'fair', width: 64, height: 64 } : { prompt: 'fair', duration_seconds: 1 };
     const made: string[] = [];
     for (let i = 0; i < n; i++) {
-      const res = await this.api.req('POST', `/api/tasks/${kind}`, { headers: withKey(c.key), body });
+      // A 503 (a backend not reachable yet: a Redis Cluster that has just formed) is retried, as
+      // its Retry-After tells a client to.
+      const res = await waitFor(
+        async () => {
+          const answer = await this.api.req('POST', `/api/tasks/${kind}`, { headers: withKey(c.key), body });
+          return answer.status === 503 ? undefined : answer;
+        },
+        { timeoutMs: 10_000, intervalMs: 100, what: 'a creation not answered 503' },
+      );
       expect(res.status).toBe(201);
       made.push(res.body.public_id as string);
     }
