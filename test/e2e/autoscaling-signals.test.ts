@@ -3,35 +3,17 @@
 // histogram where tasks end (API: cancelled; worker: completed), and HTTP route labels that stay
 // the declared template for every status.
 import { TASK_KINDS } from '@taskapi/task-kinds';
-import { startTcpRelay, testRedisUrl, waitFor } from '@taskapi/testing';
+import { parseMetrics, startTcpRelay, testRedisUrl, waitFor, type MetricSample } from '@taskapi/testing';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type CreatedKey, type TestApi } from '../../services/api/test/support/harness';
 import { startSystem, startWorker, type RunningService, type TestSystem } from './support/system';
 import { waitForTask } from './support/tasks';
 
 const REDIS_DB = 4;
 
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** Samples of the Prometheus text exposition format. */
-function parseMetrics(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) continue;
-    const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1]!, l[2]!]));
-    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
-  }
-  return samples;
-}
-
-const find = (samples: Sample[], name: string, labels: Record<string, string>) =>
+const find = (samples: MetricSample[], name: string, labels: Record<string, string>) =>
   samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
 
-async function scrape(url: string): Promise<Sample[]> {
+async function scrape(url: string): Promise<MetricSample[]> {
   const res = await fetch(`${url}/metrics`);
   expect(res.status).toBe(200);
   return parseMetrics(await res.text());

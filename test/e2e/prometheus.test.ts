@@ -9,12 +9,14 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import {
   freePort,
+  parseMetrics,
   seriesSelectors,
   startHttpsReceiver,
   startPrivateRedis,
   startPrometheus,
   waitFor,
   type HttpsReceiver,
+  type MetricSample,
   type PrivateRedis,
   type PrometheusServer,
 } from '@taskapi/testing';
@@ -30,25 +32,7 @@ const TARGET_LABELS = new Set(['job', 'instance']);
 /** Dashboard panels that show only trouble, so they are empty on a healthy system. */
 const EMPTY_WHEN_HEALTHY = new Set(['5xx / s by route', 'Readiness changes (15 min)']);
 
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** Samples of the Prometheus text exposition format. */
-function parseMetrics(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) continue;
-    const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1]!, l[2]!]));
-    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
-  }
-  return samples;
-}
-
-async function scrape(url: string): Promise<Sample[]> {
+async function scrape(url: string): Promise<MetricSample[]> {
   const res = await fetch(`${url}/metrics`);
   expect(res.status).toBe(200);
   return parseMetrics(await res.text());
@@ -233,7 +217,7 @@ describe('Prometheus scraping the services, with the alert rules and the dashboa
 
   it('exports every metric and label the alert rules and the dashboard use', async () => {
     const exported = [...(await scrape(urls.api)), ...(await scrape(urls.worker)), ...(await scrape(urls.dispatcher))];
-    const byName = new Map<string, Sample[]>();
+    const byName = new Map<string, MetricSample[]>();
     for (const s of exported) byName.set(s.name, [...(byName.get(s.name) ?? []), s]);
 
     const problems: string[] = [];

@@ -19,6 +19,8 @@ export { answersPing, startPrivateRedis } from './redis-server';
 export type { PrivateRedis } from './redis-server';
 export type { LocalRedisCluster } from './redis-cluster';
 export { freePort } from './free-port';
+export { parseMetrics } from './prometheus-text';
+export type { MetricSample } from './prometheus-text';
 export { seriesSelectors } from './promql-selectors';
 export type { LabelMatcher, SeriesSelector } from './promql-selectors';
 export { startPrometheus } from './prometheus-server';
