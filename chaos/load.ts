@@ -49,6 +49,9 @@ export interface LoadFigures {
   replayed: number;
 }
 
+/** Sequence numbers of probe creations start here (above any run's planned creations). */
+const PROBE_SEQ_BASE = 1_000_000;
+
 /** A client stops retrying one request after this long; the system should be back well before. */
 const GIVE_UP_MS = 90_000;
 const REQUEST_TIMEOUT_MS = 20_000;
@@ -95,6 +98,8 @@ export class Load {
   };
   private next = 0;
   private finished = 0;
+  /** Creations made by the monkey's probes after failovers (checked by the audit like the others). */
+  readonly probes: Creation[] = [];
 
   constructor(
     private readonly baseUrl: string,
@@ -119,6 +124,18 @@ export class Load {
         }
       }),
     );
+  }
+
+  /**
+   * A probe after a failover: one image task with a callback, created (and retried) like any
+   * client's; resolves with its public id once answered 201, or undefined when the client gave up.
+   */
+  async probe(payer: Payer, callbackUrl: string, runId: string): Promise<string | undefined> {
+    const seq = PROBE_SEQ_BASE + this.probes.length;
+    const c: Creation = { seq, payer, kind: 'image-generation', fate: 'ok', callbackUrl, cancel: false, read: false, idempotencyKey: `chaos-${runId}-probe-${seq}` };
+    this.probes.push(c);
+    await this.serve(c);
+    return c.publicId;
   }
 
   private async serve(c: Creation): Promise<void> {

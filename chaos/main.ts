@@ -1,30 +1,32 @@
-// `npm run chaos` (about four minutes) / `npm run chaos -- --short` (about one, run by CI): the
-// whole stack on a private PostgreSQL cluster and a private Redis server, a few thousand tasks
-// with callbacks created by concurrent clients while a seeded schedule kill -9s the worker, the
-// dispatcher and the API (each restarted by a supervisor after a short pause), restarts Redis with
-// its data gone and restarts PostgreSQL; then, once the system has settled, an audit of what was
-// lost, left unfinished, charged wrongly or announced wrongly. Exits 1 when any of that is not
-// zero or a 500 was answered, 2 when the run itself could not be carried out.
+// `npm run chaos` (about six minutes) / `npm run chaos -- --short` (about three, run by CI): the
+// whole stack on the production topology in miniature (a private PostgreSQL primary with a
+// synchronous standby behind HAProxy, a private Redis primary and replica behind three Sentinels),
+// a few thousand tasks with callbacks created by concurrent clients while a seeded schedule kill
+// -9s the worker, the dispatcher and the API (each restarted by a supervisor after a short pause),
+// restarts Redis with its data gone, restarts the PostgreSQL primary, fails Redis over (the
+// primary killed, the Sentinels promote the replica) and switches PostgreSQL's primary (fenced,
+// standby promoted); then, once the system has settled, an audit of what was lost, left
+// unfinished, charged wrongly or announced wrongly. Exits 1 when any of that is not zero, a 500 was
+// answered or full service never came back after a failover, 2 when the run itself could not be
+// carried out.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '@taskapi/config';
 import { createDatabase } from '@taskapi/db';
-import { freePort, testCa, testEnv } from '@taskapi/testing';
+import { freePort, startPostgresPair, startRedisSentinels, testCa, testEnv, waitFor } from '@taskapi/testing';
 import { createPayers } from './accounts';
 import { audit } from './audit';
 import { Cleanup } from './cleanup';
 import { Load, planCreations, type LoadFigures } from './load';
 import { startModelServer } from './model-server';
 import { parseOptions, USAGE, type ChaosOptions } from './options';
-import { startPrivatePostgres } from './private-postgres';
-import { startPrivateRedis } from './private-redis';
 import { seededRandom } from './random';
 import { printReport } from './report';
 import { settle } from './settle';
 import { supervise, type SupervisedService } from './supervisor';
-import { describeEvent, planTimeline, runTimeline, type ChaosEvent } from './timeline';
+import { describeEvent, FULL_SERVICE_GOAL_MS, planTimeline, runTimeline, type ChaosEvent } from './timeline';
 import { startWebhookSink } from './webhook-sink';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -57,13 +59,15 @@ function migrate(databaseUrl: string): void {
  * noticed within ~6 s, sweepers every 2 s, webhook retries within seconds), limits out of the way;
  * videos on the `cog` engine, whose model server posts its webhooks to the API started here.
  */
-function servicesEnv(o: { databaseUrl: string; redisUrl: string; port: number; filesDir: string; modelServerUrl: string }): NodeJS.ProcessEnv {
+function servicesEnv(o: { databaseUrl: string; sentinels: string; sentinelName: string; port: number; filesDir: string; modelServerUrl: string }): NodeJS.ProcessEnv {
   return {
     ...process.env,
     ...testEnv({
       NODE_ENV: 'production',
       DATABASE_URL: o.databaseUrl,
-      REDIS_URL: o.redisUrl,
+      REDIS_URL: 'redis://127.0.0.1:6379/0',
+      REDIS_SENTINELS: o.sentinels,
+      REDIS_SENTINEL_NAME: o.sentinelName,
       LOG_LEVEL: 'info',
       PORT: String(o.port),
       HOST: '127.0.0.1',
@@ -105,6 +109,12 @@ function header(o: ChaosOptions): void {
 
 /** The run's directory goes at the end; unless the run passed, its logs stay for the diagnosis. */
 function removeRunDir(runDir: string, keepLogs: boolean): void {
+  if (keepLogs) {
+    // The Redis, Sentinel, PostgreSQL and HAProxy logs sit beside their data: keep the logs only.
+    for (const dir of ['redis', 'postgres'].map((d) => path.join(runDir, d)).filter((d) => fs.existsSync(d))) {
+      for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.log'))) fs.copyFileSync(path.join(dir, file), path.join(runDir, 'logs', `${path.basename(dir)}-${file}`));
+    }
+  }
   for (const entry of fs.readdirSync(runDir)) if (!keepLogs || entry !== 'logs') fs.rmSync(path.join(runDir, entry), { recursive: true, force: true });
   if (keepLogs) console.log(`service logs kept in ${path.join(runDir, 'logs')}`);
   else fs.rmSync(runDir, { recursive: true, force: true });
@@ -121,13 +131,13 @@ async function run(o: ChaosOptions, cleanup: Cleanup, aborted: () => boolean): P
   fs.mkdirSync(logsDir);
   let passed = false;
   cleanup.add('remove the run directory', () => removeRunDir(runDir, !passed));
-  const postgres = await startPrivatePostgres(path.join(runDir, 'postgres'), path.join(logsDir, 'postgres.log'));
-  cleanup.add('remove the private PostgreSQL cluster', () => postgres.remove());
-  const redis = await startPrivateRedis(runDir, path.join(logsDir, 'redis.log'));
-  cleanup.add('stop the private Redis', () => redis.stop());
+  const postgres = await startPostgresPair({ dir: path.join(runDir, 'postgres') });
+  cleanup.add('remove the private PostgreSQL primary and standby', () => postgres.stop());
+  const redis = await startRedisSentinels({ dir: path.join(runDir, 'redis') });
+  cleanup.add('stop the private Redis and its Sentinels', () => redis.stop());
   const databaseUrl = postgres.url('taskapi_chaos');
   migrate(databaseUrl);
-  say(`private PostgreSQL ${databaseUrl} and Redis ${redis.url} ready; logs in ${logsDir}`);
+  say(`private PostgreSQL ${databaseUrl} (primary and synchronous standby behind HAProxy) and Redis behind Sentinels ${redis.sentinels} ready; logs in ${logsDir}`);
 
   // The throwaway CA the receiver's certificate comes from (made once per process, in its own directory).
   cleanup.add('remove the test CA', () => fs.rmSync(path.dirname(testCa().caFile), { recursive: true, force: true }));
@@ -136,7 +146,7 @@ async function run(o: ChaosOptions, cleanup: Cleanup, aborted: () => boolean): P
   // Its own random stream: the receiver's refusals depend on arrival order, the plan must not.
   const sink = await startWebhookSink(seededRandom(o.seed ^ 0x5eed));
   cleanup.add('stop the webhook receiver', () => sink.close());
-  const env = servicesEnv({ databaseUrl, redisUrl: redis.url, port: await freePort(), filesDir: path.join(runDir, 'files'), modelServerUrl: modelServer.url });
+  const env = servicesEnv({ databaseUrl, sentinels: redis.sentinels, sentinelName: redis.name, port: await freePort(), filesDir: path.join(runDir, 'files'), modelServerUrl: modelServer.url });
   const payers = await createPayers(loadConfig(env), databaseUrl);
 
   const services: SupervisedService[] = (['api', 'worker', 'webhook-dispatcher'] as const).map((name) => supervise(name, env, path.join(logsDir, `${name}.log`)));
@@ -149,13 +159,24 @@ async function run(o: ChaosOptions, cleanup: Cleanup, aborted: () => boolean): P
 
   const load = new Load(`http://127.0.0.1:${env.PORT}`, planCreations(random, o.tasks, payers, sink.url, String(o.seed)));
   const plan = planTimeline(o, random);
+  // After a failover: a task created, run and announced; resolves when its webhook was accepted.
+  const probe = async () => {
+    const publicId = await load.probe(payers[0]!, sink.url, String(o.seed));
+    if (!publicId) throw new Error('the probe creation was never answered 201');
+    const hook = await waitFor(() => sink.accepted().find((r) => (JSON.parse(r.body.toString()) as { public_id?: string }).public_id === publicId), {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+      what: `the webhook of probe ${publicId}`,
+    });
+    return hook.receivedAt;
+  };
   const windowStart = Date.now() + 500;
   say(`chaos window: ${plan.length} events over ${o.windowMs / 1000} s (times below are from the window's start)`);
   const ticker = setInterval(() => say(`  ${load.done}/${o.tasks} creations answered, ${sink.accepted().length} webhooks accepted`), 10_000);
   let events: ChaosEvent[];
   try {
     [events] = await Promise.all([
-      runTimeline(plan, { api, worker, dispatcher, redis, postgres }, windowStart, (e) => say(describeEvent(e)), aborted),
+      runTimeline(plan, { api, worker, dispatcher, redis, postgres, probe }, windowStart, (e) => say(describeEvent(e)), aborted),
       load.run(o.clients, windowStart, o.windowMs / o.tasks),
     ]);
   } finally {
@@ -170,7 +191,7 @@ async function run(o: ChaosOptions, cleanup: Cleanup, aborted: () => boolean): P
     const figures = await audit({
       db: db.pool,
       payers,
-      creations: load.creations,
+      creations: [...load.creations, ...load.probes],
       load: load.figures,
       accepted: sink.accepted(),
       refusedOnPurpose: sink.refused(),
@@ -179,6 +200,18 @@ async function run(o: ChaosOptions, cleanup: Cleanup, aborted: () => boolean): P
       windowStart,
     });
     figures.push({ label: 'chaos events that could not be carried out', value: events.filter((e) => e.error).length, fails: true });
+    const failovers = events.filter((e) => e.writableMs !== undefined);
+    const never = failovers.filter((e) => e.fullServiceMs === undefined);
+    const late = failovers.filter((e) => e.fullServiceMs !== undefined && e.fullServiceMs - e.writableMs! > FULL_SERVICE_GOAL_MS);
+    figures.push(
+      { label: 'failovers after which full service never came back', value: never.length, fails: true, examples: never.map(describeEvent) },
+      {
+        label: `failovers whose full service took longer than ${FULL_SERVICE_GOAL_MS / 1000} s`,
+        value: late.length,
+        fails: false,
+        note: `of ${failovers.length}: ${failovers.map((e) => (e.fullServiceMs === undefined ? 'never' : `${((e.fullServiceMs - e.writableMs!) / 1000).toFixed(1)} s`)).join(', ') || 'none'}`,
+      },
+    );
     console.log(`\nChaos timeline (seed ${o.seed}):`);
     for (const e of events) console.log(`  ${describeEvent(e)}`);
     printAnswers(load.figures);

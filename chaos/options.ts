@@ -1,7 +1,10 @@
 // Command line of `npm run chaos`: the mode (full or --short), the seed and optional overrides.
 
 /** What the chaos monkey does to the stack. */
-export type ChaosKind = 'kill-worker' | 'kill-dispatcher' | 'kill-api' | 'redis-restart' | 'postgres-restart';
+export type ChaosKind = 'kill-worker' | 'kill-dispatcher' | 'kill-api' | 'redis-restart' | 'postgres-restart' | 'redis-failover' | 'postgres-switch';
+
+/** The failovers: a new primary takes over, and the run measures how long full service takes to return. */
+export const FAILOVERS: ReadonlySet<ChaosKind> = new Set(['redis-failover', 'postgres-switch']);
 
 export interface ChaosOptions {
   mode: 'full' | 'short';
@@ -25,18 +28,18 @@ const FULL: Omit<ChaosOptions, 'seed'> = {
   clients: 8,
   windowMs: 200_000,
   settleMs: 180_000,
-  events: { 'kill-worker': 5, 'kill-dispatcher': 3, 'kill-api': 4, 'redis-restart': 2, 'postgres-restart': 2 },
+  events: { 'kill-worker': 5, 'kill-dispatcher': 3, 'kill-api': 4, 'redis-restart': 2, 'postgres-restart': 2, 'redis-failover': 2, 'postgres-switch': 2 },
 };
 
-// Under three minutes on two cores, build included: a 40 s window, then up to ~100 s to settle
+// About three minutes on two cores, build included: a 50 s window, then up to ~100 s to settle
 // (a delivery in flight when the dispatcher died waits for its 30 s job lock to expire).
 const SHORT: Omit<ChaosOptions, 'seed'> = {
   mode: 'short',
-  tasks: 300,
+  tasks: 360,
   clients: 6,
-  windowMs: 40_000,
+  windowMs: 50_000,
   settleMs: 100_000,
-  events: { 'kill-worker': 2, 'kill-dispatcher': 2, 'kill-api': 2, 'redis-restart': 1, 'postgres-restart': 1 },
+  events: { 'kill-worker': 2, 'kill-dispatcher': 2, 'kill-api': 2, 'redis-restart': 1, 'postgres-restart': 1, 'redis-failover': 1, 'postgres-switch': 1 },
 };
 
 export const USAGE = `Usage: npm run chaos [-- --short] [--seed N] [--tasks N]

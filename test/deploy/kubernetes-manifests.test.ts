@@ -36,7 +36,7 @@ const READ_ELSEWHERE: Record<string, string> = {
   AWS_SECRET_ACCESS_KEY: 'the AWS SDK (STORAGE_DRIVER=s3)',
 };
 /** Variables that must come from the Secret, never the ConfigMap. */
-const SECRET_VARIABLES = ['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'SECRETS_KEY', 'ADMIN_PASSWORD'];
+const SECRET_VARIABLES = ['DATABASE_URL', 'REDIS_URL', 'REDIS_SENTINEL_PASSWORD', 'JWT_SECRET', 'SECRETS_KEY', 'ADMIN_PASSWORD'];
 /** The component label of model servers (deploy/kubernetes/models): not Task API processes. */
 const MODEL = 'model';
 

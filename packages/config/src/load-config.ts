@@ -6,6 +6,16 @@ import { ConfigError } from './config-error';
 import { devSecrets } from './dev-secrets';
 import { commaList, envSchema, flag, millisecondsFromZero, named, parseEnv, portNumber, variable, variablesOf, wholeNumber, type Parsed } from './env-settings';
 
+/** `host:port,...` (IPv6 hosts in brackets), e.g. Redis Cluster nodes or Sentinels. */
+const hostPortList = () =>
+  commaList((s) => {
+    const m = /^([^\s:/]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(s);
+    const port = Number(m?.[2]);
+    return m && port >= 1 && port <= 65535 ? { host: m[1]!.replace(/^\[|\]$/g, ''), port } : undefined;
+  })
+    .transform((nodes) => Object.freeze(nodes))
+    .optional();
+
 const httpUrl = (problem: string) => z.url({ protocol: /^https?$/, ...named(problem) });
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
 
@@ -54,16 +64,17 @@ const settings = {
    * `host:port,...` of Redis Cluster nodes (a few suffice; the rest are discovered): every Redis use
    * goes to the cluster, with `REDIS_URL`'s user, password and `rediss://` (TLS) applied to each node.
    */
-  redisClusterNodes: variable(
-    'REDIS_CLUSTER_NODES',
-    commaList((s) => {
-      const m = /^([^\s:/]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(s);
-      const port = Number(m?.[2]);
-      return m && port >= 1 && port <= 65535 ? { host: m[1]!.replace(/^\[|\]$/g, ''), port } : undefined;
-    })
-      .transform((nodes) => Object.freeze(nodes))
-      .optional(),
-  ),
+  redisClusterNodes: variable('REDIS_CLUSTER_NODES', hostPortList()),
+  /**
+   * `host:port,...` of Redis Sentinels watching the primary named `REDIS_SENTINEL_NAME`: every Redis
+   * use goes to the primary they name (and follows it across a failover), with `REDIS_URL`'s user,
+   * password, database number and `rediss://` applied to it. docs/high-availability.md.
+   */
+  redisSentinels: variable('REDIS_SENTINELS', hostPortList()),
+  /** The monitored primary's name (`sentinel monitor <name> …`); required with `REDIS_SENTINELS`. */
+  redisSentinelName: variable('REDIS_SENTINEL_NAME', z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, named('must be 1-64 of A-Z a-z 0-9 . _ -')).optional()),
+  /** The Sentinels' own password (`requirepass` in sentinel.conf), when they have one: a secret, never logged. */
+  redisSentinelPassword: variable('REDIS_SENTINEL_PASSWORD', z.string().min(1).optional()),
   host: variable('HOST', z.string().min(1).optional()),
   /** Worker and dispatcher: port of /healthz, /readyz and /metrics (on `host`); unset = not served. */
   opsPort: variable('OPS_PORT', portNumber().optional()),
@@ -252,6 +263,11 @@ function checkCombinations(s: EnvValues, ctx: z.core.$RefinementCtx): void {
     }
     if (s.benchFifoScheduling) problem('is for npm run bench only and refused when NODE_ENV=production', settings.benchFifoScheduling);
   }
+  if (s.redisSentinels && s.redisClusterNodes) {
+    problem(`${settings.redisSentinels.name} and ${settings.redisClusterNodes.name} are both set; choose one (a cluster fails over on its own)`);
+  }
+  if (s.redisSentinels && !s.redisSentinelName) problem(`required when ${settings.redisSentinels.name} is set`, settings.redisSentinelName);
+  if (!s.redisSentinels && s.redisSentinelName) problem(`is set but ${settings.redisSentinels.name} is not`, settings.redisSentinelName);
   if (s.storageDriver === 's3' && !s.s3.bucket) problem('required when STORAGE_DRIVER=s3', settings.s3.bucket);
   for (const kind of TASK_KINDS) {
     if (s.engines[kind] === 'cog' && !s.cog[kind].url) problem(`required when ${settings.engines[kind].name}=cog`, settings.cog[kind].url);

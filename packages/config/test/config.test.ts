@@ -179,6 +179,27 @@ describe('configuration', () => {
     }
   });
 
+  it('REDIS_SENTINELS with REDIS_SENTINEL_NAME: the third way to Redis; never with a cluster; the name required', () => {
+    const c = loadConfig({ ...SECRETS, REDIS_SENTINELS: 's1:26379, 10.0.0.8:26380,[::1]:26381', REDIS_SENTINEL_NAME: 'taskapi', REDIS_SENTINEL_PASSWORD: 'sentinel pw' });
+    expect(c.redisSentinels).toEqual([
+      { host: 's1', port: 26379 },
+      { host: '10.0.0.8', port: 26380 },
+      { host: '::1', port: 26381 },
+    ]);
+    expect(c.redisSentinelName).toBe('taskapi');
+    expect(c.redisSentinelPassword).toBe('sentinel pw');
+    expect(loadConfig({ ...SECRETS }).redisSentinels).toBeUndefined();
+    expect(() => loadConfig({ ...SECRETS, REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'taskapi', REDIS_CLUSTER_NODES: 'a:7000' })).toThrow(
+      /REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set/,
+    );
+    expect(() => loadConfig({ ...SECRETS, REDIS_SENTINELS: 's1:26379' })).toThrow(/REDIS_SENTINEL_NAME.*required when REDIS_SENTINELS is set/);
+    expect(() => loadConfig({ ...SECRETS, REDIS_SENTINEL_NAME: 'taskapi' })).toThrow(/REDIS_SENTINEL_NAME.*is set but REDIS_SENTINELS is not/);
+    for (const bad of ['s1', 'redis://s1:26379', 's1:0']) {
+      expect(() => loadConfig({ ...SECRETS, REDIS_SENTINELS: bad, REDIS_SENTINEL_NAME: 'taskapi' })).toThrow(/REDIS_SENTINELS/);
+    }
+    expect(() => loadConfig({ ...SECRETS, REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'has space' })).toThrow(/REDIS_SENTINEL_NAME/);
+  });
+
   describe('Bull Board login', () => {
     const tmpFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'secrets.json');
 

@@ -22,9 +22,10 @@ export function isUniqueViolation(err: unknown): boolean {
 // PostgreSQL could not be reached or could not serve the statement right now, as opposed to an
 // error of the statement itself (which no amount of waiting fixes): socket failures, SQLSTATE
 // classes 08 (connection), 53 (insufficient resources) and 57P0x (shutdown, restart),
-// serialization failures and deadlocks, and the messages pg raises without a code. Prisma's pg
+// serialization failures and deadlocks, a write that reached a standby (25006: a proxy still
+// routing to a demoted primary during a switch), and the messages pg raises without a code. Prisma's pg
 // adapter reports the same failures as error kinds and its own P1xxx/P2xxx codes.
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '40001', '40P01']);
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '40001', '40P01', '25006']);
 const UNAVAILABLE_STATES = /^(08|53|57P0)/;
 const PRISMA_UNAVAILABLE_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2034', 'P2037']);
 const ADAPTER_UNAVAILABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections', 'TransactionWriteConflict']);

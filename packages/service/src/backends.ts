@@ -1,7 +1,8 @@
 import type { Config } from '@taskapi/config';
 import { createDatabase, type Database } from '@taskapi/db';
 import type { Logger } from '@taskapi/logger';
-import { createRedisClient, type RedisClient } from './redis-client';
+import { createRedisClient, type RedisClient, type RedisTarget } from './redis-client';
+import { reportWhileWaitingForRedis } from './redis-readiness';
 
 export interface Backends {
   db: Database;
@@ -18,7 +19,7 @@ export async function connectBackends(config: Config, logger: Logger, name: stri
   const redis = createRedisClient(config, { connectionName: name, maxRetriesPerRequest: null });
   redis.on('error', (err: Error) => logger.warn('redis connection error', { error: err.message }));
   await db.pool.query('SELECT 1');
-  await redis.ping();
+  await untilRedisAnswers(redis, config, logger);
   return {
     db,
     redis,
@@ -27,4 +28,14 @@ export async function connectBackends(config: Config, logger: Logger, name: stri
       await db.close();
     },
   };
+}
+
+/** Waits for the first PING (the client retries on its own), saying every few seconds why it waits. */
+async function untilRedisAnswers(redis: RedisClient, target: RedisTarget, logger: Logger): Promise<void> {
+  const stopReporting = reportWhileWaitingForRedis(target, logger);
+  try {
+    await redis.ping();
+  } finally {
+    stopReporting();
+  }
 }

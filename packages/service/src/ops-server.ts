@@ -2,6 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { checkReadiness } from './readiness';
+import type { RedisTarget } from './redis-client';
+import { redisReadinessCheck } from './redis-readiness';
 import { registerReadinessMetrics, type ServiceName } from './readiness-metrics';
 import { registerTelemetryMetrics } from './telemetry-metrics';
 
@@ -63,7 +65,7 @@ export async function startOpsServer(opts: {
  */
 export async function startConfiguredOpsServer(
   service: ServiceName,
-  config: { host: string; opsPort: number | undefined },
+  config: { host: string; opsPort: number | undefined } & RedisTarget,
   registry: Registry,
   backends: { db: { pool: { query(sql: string): Promise<unknown> } }; redis: { ping(): Promise<unknown> } },
   /** More dependencies to check (the worker's file store). */
@@ -75,6 +77,6 @@ export async function startConfiguredOpsServer(
     host: config.host,
     port: config.opsPort,
     registry,
-    checks: { database: () => backends.db.pool.query('SELECT 1'), redis: () => backends.redis.ping(), ...extraChecks },
+    checks: { database: () => backends.db.pool.query('SELECT 1'), redis: redisReadinessCheck(backends.redis, config), ...extraChecks },
   });
 }

@@ -1,7 +1,16 @@
-/** What `/readyz` answers: each dependency `ok` or `unavailable`. */
+/** What `/readyz` answers: each dependency `ok` or `unavailable`, and what is wrong where we can say. */
 export interface Readiness {
   ready: boolean;
-  body: { status: 'ready' | 'not_ready'; checks: Record<string, 'ok' | 'unavailable'> };
+  body: { status: 'ready' | 'not_ready'; checks: Record<string, 'ok' | 'unavailable'>; problems?: Record<string, string> };
+}
+
+/**
+ * A failed check's explanation for operators (`problems` in `/readyz`): written by our own checks
+ * from what they found (e.g. which Redis Sentinel said what), never a dependency's raw error, which
+ * could carry a connection string.
+ */
+export class ReadinessProblem extends Error {
+  override name = 'ReadinessProblem';
 }
 
 /**
@@ -15,14 +24,22 @@ export async function checkReadiness(checks: Record<string, () => Promise<unknow
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
       });
-      const state = await Promise.race([check(), deadline]).then(
-        () => 'ok' as const,
-        () => 'unavailable' as const,
+      const result = await Promise.race([check(), deadline]).then(
+        () => ({ state: 'ok' as const }),
+        (err: unknown) => ({ state: 'unavailable' as const, problem: err instanceof ReadinessProblem ? err.message : undefined }),
       );
       clearTimeout(timer);
-      return [name, state] as const;
+      return [name, result] as const;
     }),
   );
-  const ready = entries.every(([, state]) => state === 'ok');
-  return { ready, body: { status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries(entries) } };
+  const ready = entries.every(([, r]) => r.state === 'ok');
+  const problems = Object.fromEntries(entries.flatMap(([name, r]) => ('problem' in r && r.problem ? [[name, r.problem]] : [])));
+  return {
+    ready,
+    body: {
+      status: ready ? 'ready' : 'not_ready',
+      checks: Object.fromEntries(entries.map(([name, r]) => [name, r.state])),
+      ...(Object.keys(problems).length ? { problems } : {}),
+    },
+  };
 }

@@ -3,7 +3,7 @@ import { ModelWebhookTokens } from '@taskapi/crypto';
 import { createDatabase, type Database } from '@taskapi/db';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
-import { Batcher, type RedisClient } from '@taskapi/service';
+import { Batcher, describeRedisProblem, redisReadinessCheck, reportWhileWaitingForRedis, type RedisClient } from '@taskapi/service';
 import type { TlsOptions } from 'node:tls';
 import { createEgressClient, type EgressClient } from '@taskapi/egress';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
@@ -90,7 +90,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
   // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The API
   // still starts (readiness fails, file routes and uploads answer 503) so the rest keeps serving.
   const storage = storeReadiness(store, logger);
-  const readinessChecks = { database: () => repos.ping(), redis: () => redis.ping(), storage: storage.check };
+  const readinessChecks = { database: () => repos.ping(), redis: () => redisCheck(), storage: storage.check };
   const db = createDatabase({
     url: config.databaseUrl,
     poolSize: config.databasePoolSize,
@@ -102,10 +102,20 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
   const redis = createRedis(config, 'taskapi-api', { enableAutoPipelining: true });
   const subscriber = createRedis(config, 'taskapi-api-sub', { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
   const queueRedis = createRedis(config, 'taskapi-api-queue', { commandTimeout: 5_000 });
+  const redisCheck = redisReadinessCheck(redis, config);
   for (const [name, client] of [['commands', redis], ['subscriber', subscriber], ['queue', queueRedis]] as const) {
     client.on('error', (err: Error) => logger.warn('redis connection error', { connection: name, error: err.message }));
   }
-  await Promise.all([waitForRedis(redis), waitForRedis(queueRedis), storage.first]);
+  const stopReporting = reportWhileWaitingForRedis(config, logger);
+  try {
+    const redisReady = Promise.all([waitForRedis(redis), waitForRedis(queueRedis)]).catch(async (err: unknown) => {
+      // The start fails (a supervisor restarts the process): say why, naming the Sentinels when there are.
+      throw new Error(`${(err as Error).message}: ${await describeRedisProblem(config)}`, { cause: err });
+    });
+    await Promise.all([redisReady, storage.first]);
+  } finally {
+    stopReporting();
+  }
 
   const repos = createRepositories(db);
   const keyCache = new KeyCache();

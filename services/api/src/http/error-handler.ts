@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '@taskapi/logger';
 import { isDatabaseUnavailable, isValueRefused } from '@taskapi/db';
 import { StorageUnavailableError } from '@taskapi/file-store';
+import { isRedisUnavailable } from '@taskapi/service';
 import { ApiError, unavailable } from '../errors';
 import { locals } from './request-context';
 
@@ -37,6 +38,7 @@ function classify(err: unknown): ApiError | null {
     if (fromParser) return fromParser;
   }
   if (isDatabaseUnavailable(err)) return unavailable('database', err);
+  if (isRedisUnavailable(err)) return unavailable('redis', err);
   if (err instanceof StorageUnavailableError) return unavailable('storage', err);
   // Validation should catch these first; whatever slips through is the client's input, never a 500.
   if (isValueRefused(err)) return new ApiError('UNSTORABLE_VALUE', { cause: err });

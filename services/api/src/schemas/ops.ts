@@ -17,6 +17,10 @@ export const readinessSchema = z
   .object({
     status: z.enum(['ready', 'not_ready']),
     checks: z.object({ database: checkState, redis: checkState, storage: checkState }),
+    problems: z
+      .record(z.string(), z.string())
+      .optional()
+      .meta({ description: 'For a failing check, what is wrong when the API can say (e.g. which Redis Sentinel said what).' }),
   })
   .meta({ id: 'Readiness' });
 
