@@ -1,4 +1,4 @@
-// `npm run chaos` (about six minutes) / `npm run chaos -- --short` (about three, run by CI): the
+// `npm run chaos` (about four minutes) / `npm run chaos -- --short` (about two, run by CI): the
 // whole stack on the production topology in miniature (a private PostgreSQL primary with a
 // synchronous standby behind HAProxy, a private Redis primary and replica behind three Sentinels),
 // a few thousand tasks with callbacks created by concurrent clients while a seeded schedule kill

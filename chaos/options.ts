@@ -31,7 +31,7 @@ const FULL: Omit<ChaosOptions, 'seed'> = {
   events: { 'kill-worker': 5, 'kill-dispatcher': 3, 'kill-api': 4, 'redis-restart': 2, 'postgres-restart': 2, 'redis-failover': 2, 'postgres-switch': 2 },
 };
 
-// About three minutes on two cores, build included: a 50 s window, then up to ~100 s to settle
+// About two minutes on two cores, build included: a 50 s window, then up to ~100 s to settle
 // (a delivery in flight when the dispatcher died waits for its 30 s job lock to expire).
 const SHORT: Omit<ChaosOptions, 'seed'> = {
   mode: 'short',

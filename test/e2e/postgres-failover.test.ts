@@ -3,9 +3,9 @@
 // clients create tasks. The services only know the proxy's address and reconnect on their own.
 import { setTimeout as delay } from 'node:timers/promises';
 import { recreateDatabase, startHttpsReceiver, startPostgresPair, startPrivateRedis, waitFor, type HttpsReceiver, type PostgresPair, type PrivateRedis } from '@taskapi/testing';
-import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from '../../services/api/test/support/harness';
-import { CreationLoad, expectEveryTaskSettled, unexpectedStatuses } from './support/ha-load';
-import { startDispatcher, startWorker, type RunningService } from './support/system';
+import { withKey, type CreatedKey, type TestAccount, type TestApi } from '../../services/api/test/support/harness';
+import { CreationLoad, expectEveryTaskSettled, startFailoverSystem, unexpectedStatuses } from './support/ha-load';
+import type { RunningService } from './support/system';
 
 describe('across a PostgreSQL primary switch', () => {
   let pair: PostgresPair;
@@ -22,19 +22,7 @@ describe('across a PostgreSQL primary switch', () => {
     const DATABASE_URL = pair.url('taskapi_ha');
     await recreateDatabase(DATABASE_URL);
     receiver = await startHttpsReceiver(() => 204);
-    const env = {
-      DATABASE_URL,
-      REDIS_URL: redis.url,
-      SWEEPER_INTERVAL_MS: '1000',
-      WORKER_LOCK_DURATION_MS: '3000',
-      WEBHOOK_RETRY_DELAYS_MS: '300,600,1000',
-      WEBHOOK_TIMEOUT_MS: '2000',
-      LOG_LEVEL: process.env.HA_LOG ?? 'silent',
-    };
-    api = await startApi(env);
-    [worker, dispatcher] = await Promise.all([startWorker(env), startDispatcher(env)]);
-    account = await seedAccount(api, { credits: 1_000_000 });
-    key = await createKey(api, account, { type: 'paid' });
+    ({ api, worker, dispatcher, account, key } = await startFailoverSystem({ DATABASE_URL, REDIS_URL: redis.url }));
   }, 60_000);
 
   afterAll(async () => {

@@ -5,9 +5,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { freePort, recreateDatabase, startHttpsReceiver, startRedisSentinels, testDatabaseUrl, waitFor, type HttpsReceiver, type RedisSentinelGroup } from '@taskapi/testing';
-import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from '../../services/api/test/support/harness';
-import { CreationLoad, expectEveryTaskSettled, unexpectedStatuses } from './support/ha-load';
-import { startChild, startDispatcher, startWorker, type RunningService } from './support/system';
+import { startApi, withKey, type CreatedKey, type TestApi } from '../../services/api/test/support/harness';
+import { CreationLoad, expectEveryTaskSettled, startFailoverSystem, unexpectedStatuses } from './support/ha-load';
+import { startChild, startWorker, type RunningService } from './support/system';
 import { waitForTask } from './support/tasks';
 
 const DATABASE_URL = testDatabaseUrl('redis_sentinel');
@@ -19,29 +19,19 @@ describe('on Redis Sentinel', () => {
   let worker: RunningService | undefined;
   let dispatcher: RunningService;
   let receiver: HttpsReceiver;
-  let account: TestAccount;
   let key: CreatedKey;
 
   beforeAll(async () => {
     await recreateDatabase(DATABASE_URL);
     group = await startRedisSentinels();
     receiver = await startHttpsReceiver(() => 204);
-    env = {
+    ({ env, api, worker, dispatcher, key } = await startFailoverSystem({
       DATABASE_URL,
       // Its database number applies to the primary the Sentinels name.
       REDIS_URL: 'redis://127.0.0.1:6379/3',
       REDIS_SENTINELS: group.sentinels,
       REDIS_SENTINEL_NAME: group.name,
-      SWEEPER_INTERVAL_MS: '1000',
-      WORKER_LOCK_DURATION_MS: '3000',
-      WEBHOOK_RETRY_DELAYS_MS: '300,600,1000',
-      WEBHOOK_TIMEOUT_MS: '2000',
-      LOG_LEVEL: process.env.HA_LOG ?? 'silent',
-    };
-    api = await startApi(env);
-    [worker, dispatcher] = await Promise.all([startWorker(env), startDispatcher(env)]);
-    account = await seedAccount(api, { credits: 1_000_000 });
-    key = await createKey(api, account, { type: 'paid' });
+    }));
   }, 60_000);
 
   afterAll(async () => {

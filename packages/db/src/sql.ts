@@ -61,6 +61,12 @@ export async function execute(db: SqlExecutor, name: string, text: string, value
  */
 export async function transaction<T>(pool: pg.Pool, fn: (client: SqlExecutor) => Promise<{ commit: boolean; value: T }>): Promise<T> {
   const client = await pool.connect();
+  // A checked-out client whose connection drops between two statements (a primary switch, the
+  // proxy cutting sessions) emits 'error' with no query to fail: unheard, it would end the process.
+  // The next statement fails instead, and the connection is discarded below.
+  let lost: Error | undefined;
+  const onLost = (err: Error) => (lost ??= err);
+  client.on('error', onLost);
   try {
     await client.query('BEGIN');
     const { commit, value } = await fn(client);
@@ -68,9 +74,11 @@ export async function transaction<T>(pool: pg.Pool, fn: (client: SqlExecutor) =>
     return value;
   } catch (err) {
     // The error that aborted the transaction is the one to report; a failed ROLLBACK adds nothing.
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query('ROLLBACK').catch((rollbackFailed: Error) => (lost ??= rollbackFailed));
     throw err;
   } finally {
-    client.release();
+    client.off('error', onLost);
+    // A connection that failed is destroyed, not handed to the next caller.
+    client.release(lost);
   }
 }

@@ -5,8 +5,41 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { waitFor, type HttpsReceiver } from '@taskapi/testing';
-import type { TestApi } from '../../../services/api/test/support/harness';
+import { createKey, seedAccount, startApi, type CreatedKey, type TestAccount, type TestApi } from '../../../services/api/test/support/harness';
+import { startDispatcher, startWorker, type RunningService } from './system';
 import { ledgerOf } from './tasks';
+
+/**
+ * Timings of the failover tests: sweepers every second (they put back what a Redis failover lost),
+ * a stalled job noticed within 3 s, webhook retries within a second. `HA_LOG=warn` shows the
+ * services' lines while debugging.
+ */
+const FAILOVER_TIMINGS = {
+  SWEEPER_INTERVAL_MS: '1000',
+  WORKER_LOCK_DURATION_MS: '3000',
+  WEBHOOK_RETRY_DELAYS_MS: '300,600,1000',
+  WEBHOOK_TIMEOUT_MS: '2000',
+  LOG_LEVEL: process.env.HA_LOG ?? 'silent',
+};
+
+export interface FailoverSystem {
+  env: Record<string, string>;
+  api: TestApi;
+  worker: RunningService;
+  dispatcher: RunningService;
+  account: TestAccount;
+  key: CreatedKey;
+}
+
+/** The API, a worker and a dispatcher in this process on `backends` (plus the failover timings), and a paid account with a million credits. */
+export async function startFailoverSystem(backends: Record<string, string>): Promise<FailoverSystem> {
+  const env = { ...backends, ...FAILOVER_TIMINGS };
+  const api = await startApi(env);
+  const [worker, dispatcher] = await Promise.all([startWorker(env), startDispatcher(env)]);
+  const account = await seedAccount(api, { credits: 1_000_000 });
+  const key = await createKey(api, account, { type: 'paid' });
+  return { env, api, worker, dispatcher, account, key };
+}
 
 export interface LoadAnswers {
   /** Status codes of every attempt; network failures as `network`. */
