@@ -149,7 +149,7 @@ describe('on Redis Sentinel', () => {
 
   it('a worker whose Sentinels are all unreachable at start says so, naming each, while it waits', async () => {
     const unreachable = [await freePort(), await freePort()].map((p) => `127.0.0.1:${p}`);
-    const child = await startChild('worker', { ...env, REDIS_SENTINELS: unreachable.join(',') }, 'waiting for Redis', 'node');
+    const child = await startChild('worker', { ...env, LOG_LEVEL: 'info', REDIS_SENTINELS: unreachable.join(',') }, 'waiting for Redis', 'node');
     try {
       const line = child.logs.find((l) => l.message === 'waiting for Redis')!;
       expect(line.problem).toBe(`no Redis Sentinel named the primary taskapi: ${unreachable[0]} unreachable (ECONNREFUSED); ${unreachable[1]} unreachable (ECONNREFUSED)`);
