@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
 import { queueTelemetry } from '@taskapi/telemetry';
@@ -32,6 +33,9 @@ export async function startDispatcherService(
   const metrics = createDispatcherMetrics({ defaultMetrics: opts.defaultMetrics });
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
   const stopping = new AbortController();
+  // Every attempt waiting out a PostgreSQL outage listens on it (and stops listening when it ends):
+  // up to the concurrency at once, which is no leak (Node warns past 10).
+  setMaxListeners(config.dispatcherConcurrency + 10, stopping.signal);
   const worker = new Worker<WebhookJob, DeliveryOutcome>(
     WEBHOOK_QUEUE.name,
     deliverWebhookProcessor({
