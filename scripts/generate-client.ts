@@ -11,7 +11,15 @@ import { z } from 'zod';
 import { TASK_KINDS } from '@taskapi/task-kinds';
 import { ROUTES } from '../services/api/src/routes/index';
 import type { Route } from '../services/api/src/http/route';
-import { errorSchema, expiredTrialKeySchema, insufficientCreditsSchema, rateLimitedSchema, validationErrorSchema } from '../services/api/src/schemas/errors';
+import {
+  batchExceedsRateLimitSchema,
+  errorSchema,
+  expiredTrialKeySchema,
+  insufficientCreditsSchema,
+  rateLimitedSchema,
+  spendLimitReachedSchema,
+  validationErrorSchema,
+} from '../services/api/src/schemas/errors';
 import { webhookEventSchema } from '../services/api/src/schemas/tasks';
 
 type Json = { [key: string]: unknown };
@@ -123,8 +131,19 @@ export function generateClientTypes(): string {
   const taskId = components.add(route('get', '/api/tasks/{publicId}').responses[200]!.schema!, 'output');
   const cancelId = components.add(route('post', '/api/tasks/{publicId}/cancel').responses[200]!.schema!, 'output');
   const listId = components.add(route('get', '/api/tasks').responses[200]!.schema!, 'output');
+  const batchIds = TASK_KINDS.map((kind) => components.add(route('post', `/api/tasks/${kind}/batch`).responses[201]!.schema!, 'output'));
+  if (new Set(batchIds).size !== 1) throw new Error('the batch routes answer different shapes');
   components.add(route('get', '/api/tasks').query!, 'input', 'ListTasksQuery');
-  for (const schema of [errorSchema, validationErrorSchema, rateLimitedSchema, insufficientCreditsSchema, expiredTrialKeySchema, webhookEventSchema]) {
+  for (const schema of [
+    errorSchema,
+    validationErrorSchema,
+    rateLimitedSchema,
+    insufficientCreditsSchema,
+    spendLimitReachedSchema,
+    batchExceedsRateLimitSchema,
+    expiredTrialKeySchema,
+    webhookEventSchema,
+  ]) {
     components.add(schema, 'output');
   }
   if (cancelId !== taskId) throw new Error('cancel answers a different shape than get');
@@ -147,6 +166,8 @@ export function generateClientTypes(): string {
     `export type TaskResponse = ${typeName(taskId)};`,
     `/** \`GET /api/tasks\` answers this. */`,
     `export type TaskListResponse = ${typeName(listId)};`,
+    `/** \`POST /api/tasks/{kind}/batch\` answers this. */`,
+    `export type TaskBatchResponse = ${typeName(batchIds[0]!)};`,
     '',
     ...declarations,
   ].join('\n');

@@ -16,20 +16,43 @@ CREATE OR REPLACE FUNCTION "create_tasks"(
     p_costs INTEGER[],
     p_upload_types TEXT[],
     p_upload_data BYTEA[],
-    p_trace_parents TEXT[] DEFAULT NULL
-) RETURNS TABLE ("ordinal" INTEGER, "task_id" BIGINT, "created_at" TIMESTAMPTZ, "available" INTEGER, "grant_expired" BOOLEAN)
+    p_trace_parents TEXT[] DEFAULT NULL,
+    p_all_or_nothing BOOLEAN DEFAULT FALSE
+) RETURNS TABLE ("ordinal" INTEGER, "task_id" BIGINT, "created_at" TIMESTAMPTZ, "available" INTEGER, "grant_expired" BOOLEAN,
+                 "spend_limit" INTEGER, "spend_period" TEXT, "spent" BIGINT)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_available INTEGER;
     v_expired BOOLEAN := FALSE;
+    v_today DATE := (now() AT TIME ZONE 'UTC')::date;
+    v_n INTEGER := COALESCE(cardinality(p_public_ids), 0);
     v_accepted BOOLEAN[] := '{}';
     v_remaining INTEGER[] := '{}';
+    -- Per creation refused by a spend limit: the limit's chain (below) and its spent before it; else NULL.
+    v_limited INTEGER[] := '{}';
+    v_limited_spent BIGINT[] := '{}';
     v_total INTEGER := 0;
+    -- Each distinct key of the call, and the index of its spend chain.
+    v_keys TEXT[] := '{}';
+    v_key_chain INTEGER[] := '{}';
+    -- Each spend chain (a key and the keys reissued from it): its limit, the credits spent in the
+    -- limit's current period before this call, and what this call adds.
+    v_chains TEXT[] := '{}';
+    v_limits INTEGER[] := '{}';
+    v_periods TEXT[] := '{}';
+    v_spent BIGINT[] := '{}';
+    v_added BIGINT[] := '{}';
+    v_sum BIGINT;
+    v_refused INTEGER;
+    v_all BOOLEAN;
+    k RECORD;
     i INTEGER;
+    c INTEGER;
 BEGIN
     -- NO KEY UPDATE: serializes charges against this payer without blocking the foreign-key
-    -- (KEY SHARE) locks that inserting tasks takes on the account row.
+    -- (KEY SHARE) locks that inserting tasks takes on the account row. Every key of a spend chain
+    -- draws on the same payer, so this lock also makes the spend-limit checks below exact.
     IF p_grant_id IS NULL THEN
         SELECT a.paid_balance INTO v_available FROM accounts a WHERE a.id = p_account_id FOR NO KEY UPDATE;
     ELSE
@@ -39,16 +62,83 @@ BEGIN
     v_available := COALESCE(v_available, 0);
     v_expired := COALESCE(v_expired, FALSE);
 
-    FOR i IN 1 .. COALESCE(cardinality(p_public_ids), 0) LOOP
-        IF NOT v_expired AND v_available >= p_costs[i] THEN
-            v_available := v_available - p_costs[i];
-            v_total := v_total + p_costs[i];
-            v_accepted := v_accepted || TRUE;
-        ELSE
-            v_accepted := v_accepted || FALSE;
+    -- The keys' spend limits, read after the lock: a limit changed a moment ago applies at once.
+    FOR k IN SELECT ak.id, COALESCE(ak.spend_key_id, ak.id) AS chain, ak.spend_limit_credits AS lim, ak.spend_limit_period::text AS period
+               FROM api_keys ak WHERE ak.id = ANY(p_api_key_ids) LOOP
+        c := array_position(v_chains, k.chain);
+        IF c IS NULL THEN
+            v_sum := 0;
+            IF k.lim IS NOT NULL THEN
+                SELECT COALESCE(sum(s.spent), 0) INTO v_sum FROM api_key_spend s
+                 WHERE s.key_id = k.chain
+                   AND s.day >= CASE WHEN k.period = 'day' THEN v_today ELSE date_trunc('month', v_today)::date END;
+            END IF;
+            v_chains := v_chains || k.chain;
+            v_limits := v_limits || k.lim;
+            v_periods := v_periods || k.period;
+            v_spent := v_spent || v_sum;
+            v_added := v_added || 0::BIGINT;
+            c := cardinality(v_chains);
         END IF;
-        v_remaining := v_remaining || v_available;
+        v_keys := v_keys || k.id;
+        v_key_chain := v_key_chain || c;
     END LOOP;
+
+    IF p_all_or_nothing THEN
+        -- One decision for every creation of the call: each chain's sum against its limit (the
+        -- limit's refusal comes first), then the total against the payer's credits.
+        FOR i IN 1 .. v_n LOOP
+            c := v_key_chain[array_position(v_keys, p_api_key_ids[i])];
+            IF c IS NOT NULL THEN v_added[c] := v_added[c] + p_costs[i]; END IF;
+            v_total := v_total + p_costs[i];
+        END LOOP;
+        IF NOT v_expired THEN
+            FOR c IN 1 .. cardinality(v_chains) LOOP
+                IF v_limits[c] IS NOT NULL AND v_spent[c] + v_added[c] > v_limits[c] THEN
+                    v_refused := c;
+                    EXIT;
+                END IF;
+            END LOOP;
+        END IF;
+        v_all := NOT v_expired AND v_refused IS NULL AND v_available >= v_total;
+        IF NOT v_all THEN
+            v_total := 0;
+            FOR c IN 1 .. cardinality(v_chains) LOOP v_added[c] := 0; END LOOP;
+        END IF;
+        FOR i IN 1 .. v_n LOOP
+            IF v_all THEN v_available := v_available - p_costs[i]; END IF;
+            v_accepted := v_accepted || v_all;
+            v_remaining := v_remaining || v_available;
+            v_limited := v_limited || v_refused;
+            v_limited_spent := v_limited_spent || v_spent[v_refused];
+        END LOOP;
+    ELSE
+        -- Each creation in turn, as if it had come alone.
+        FOR i IN 1 .. v_n LOOP
+            c := v_key_chain[array_position(v_keys, p_api_key_ids[i])];
+            IF v_expired THEN
+                v_accepted := v_accepted || FALSE;
+                v_limited := v_limited || NULL::INTEGER;
+                v_limited_spent := v_limited_spent || NULL::BIGINT;
+            ELSIF c IS NOT NULL AND v_limits[c] IS NOT NULL AND v_spent[c] + v_added[c] + p_costs[i] > v_limits[c] THEN
+                v_accepted := v_accepted || FALSE;
+                v_limited := v_limited || c;
+                v_limited_spent := v_limited_spent || (v_spent[c] + v_added[c]);
+            ELSIF v_available >= p_costs[i] THEN
+                v_available := v_available - p_costs[i];
+                v_total := v_total + p_costs[i];
+                IF c IS NOT NULL THEN v_added[c] := v_added[c] + p_costs[i]; END IF;
+                v_accepted := v_accepted || TRUE;
+                v_limited := v_limited || NULL::INTEGER;
+                v_limited_spent := v_limited_spent || NULL::BIGINT;
+            ELSE
+                v_accepted := v_accepted || FALSE;
+                v_limited := v_limited || NULL::INTEGER;
+                v_limited_spent := v_limited_spent || NULL::BIGINT;
+            END IF;
+            v_remaining := v_remaining || v_available;
+        END LOOP;
+    END IF;
 
     IF v_total > 0 THEN
         IF p_grant_id IS NULL THEN
@@ -56,15 +146,19 @@ BEGIN
         ELSE
             UPDATE trial_grants SET quota_remaining = quota_remaining - v_total WHERE id = p_grant_id;
         END IF;
+        -- Every key's spend is counted, limited or not: a limit set later starts from the truth.
+        INSERT INTO api_key_spend AS s (key_id, day, spent)
+        SELECT u.chain, v_today, u.amount FROM unnest(v_chains, v_added) AS u(chain, amount) WHERE u.amount > 0
+        ON CONFLICT (key_id, day) DO UPDATE SET spent = s.spent + EXCLUDED.spent;
     END IF;
 
     RETURN QUERY
     WITH req AS (
         SELECT *
           FROM unnest(p_public_ids, p_api_key_ids, p_kinds, p_inputs, p_payloads, p_callback_urls, p_costs,
-                      v_accepted, v_remaining, p_upload_types, p_upload_data, p_trace_parents)
+                      v_accepted, v_remaining, p_upload_types, p_upload_data, p_trace_parents, v_limited, v_limited_spent)
                WITH ORDINALITY AS r(public_id, api_key_id, kind, input, payload, callback_url, cost,
-                                    accepted, remaining, upload_type, upload_data, trace_parent, ord)
+                                    accepted, remaining, upload_type, upload_data, trace_parent, limited, limited_spent, ord)
     ), inserted AS (
         INSERT INTO tasks (public_id, account_id, api_key_id, grant_id, kind, input, payload, callback_url, cost, trace_parent)
         SELECT public_id, p_account_id, api_key_id, p_grant_id, kind, input, payload, callback_url, cost, trace_parent
@@ -80,7 +174,7 @@ BEGIN
           FROM inserted t JOIN req r ON r.public_id = t.public_id
          WHERE r.upload_type IS NOT NULL
     )
-    SELECT r.ord::INTEGER, t.id, t.created_at, r.remaining, v_expired
+    SELECT r.ord::INTEGER, t.id, t.created_at, r.remaining, v_expired, v_limits[r.limited], v_periods[r.limited], r.limited_spent
       FROM req r LEFT JOIN inserted t ON t.public_id = r.public_id
      ORDER BY r.ord;
 END;

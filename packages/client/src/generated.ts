@@ -15,6 +15,16 @@ export interface CreateTaskInputs {
 export type TaskResponse = Task;
 /** `GET /api/tasks` answers this. */
 export type TaskListResponse = TaskList;
+/** `POST /api/tasks/{kind}/batch` answers this. */
+export type TaskBatchResponse = TaskBatch;
+
+/** A batch larger than the key can ever send in one window: split it. Not counted; no `Retry-After`. */
+export interface BatchExceedsRateLimit {
+  message: string;
+  /** The window that can never hold the batch (requests per window). */
+  limit: number;
+  window: "minute" | "day";
+}
 
 export interface CreateFaceDetectionTask {
   image_url?: string;
@@ -93,6 +103,17 @@ export interface RateLimited {
   retry_after: number;
 }
 
+/** A creation that would take the key's spend past its limit. Comes before `Insufficient credits.`. */
+export interface SpendLimitReached {
+  message: "This key's spend limit is reached.";
+  /** The key's spend limit (credits per period). */
+  limit: number;
+  /** The period the limit counts over (UTC day or month). */
+  period: "day" | "month";
+  /** Credits the key has spent in the current period (refunds deducted). */
+  spent: number;
+}
+
 export interface Task {
   /** Opaque, URL-safe id (about 131 random bits). */
   public_id: string;
@@ -121,6 +142,11 @@ export interface Task {
   files_expired_at: string | null;
   /** How far the task is, from 0 to 1 (two decimals): `null` while queued and until the engine reports; while processing, the latest value the engine reported (updated at most twice a second); `1` once completed; when the task fails or is cancelled, the value it had then, kept. `GET /api/tasks/{publicId}/events` streams its changes. Not part of the webhook body. */
   progress: number | null;
+}
+
+export interface TaskBatch {
+  /** The created tasks, in the order of the request's `tasks`. */
+  data: Task[];
 }
 
 /** Why a task failed (status 30), from this fixed set; `null` unless failed. `invalid_input`: the input could not be processed (e.g. an undecodable image); `image_fetch_failed`: `image_url` could not be downloaded; `engine_error`: the engine reported an error; `timeout`: the engine took too long; `internal_error`: anything else. */
@@ -168,7 +194,7 @@ export type TaskStatus = 0 | 10 | 20 | 30 | 40;
 export interface ValidationError {
   message: string;
   errors: Array<{
-    /** The body field (a dotted path when nested: `files.0.name`), query parameter or header; `Request body` for the body as a whole. */
+    /** The body field (a path when nested: `tasks[3].prompt`), query parameter or header; `Request body` for the body as a whole. */
     field: string;
     /** What is wrong with it, as a sentence naming it. */
     message: string;

@@ -13,6 +13,8 @@ export const SQL_ONLY_CONSTRAINTS: ReadonlyArray<{ table: string; name: string; 
     check: 'quota_remaining >= 0 AND quota_remaining <= quota_total',
   },
   { table: 'api_keys', name: 'api_keys_grant_matches_type', check: "(type = 'trial') = (grant_id IS NOT NULL)" },
+  { table: 'api_keys', name: 'api_keys_spend_limit_in_range', check: 'spend_limit_credits >= 1 AND spend_limit_credits <= 1000000000' },
+  { table: 'api_keys', name: 'api_keys_spend_limit_complete', check: '(spend_limit_credits IS NULL) = (spend_limit_period IS NULL)' },
   { table: 'tasks', name: 'tasks_status_known', check: 'status IN (0, 10, 20, 30, 40)' },
   { table: 'tasks', name: 'tasks_cost_non_negative', check: 'cost >= 0' },
   { table: 'tasks', name: 'tasks_progress_in_range', check: 'progress >= 0 AND progress <= 1' },

@@ -72,6 +72,7 @@ function expectedType(f: DmmfField): { data_type: string; udt_name?: string; len
     case 'Json':
       return { data_type: native === 'Json' ? 'json' : 'jsonb' };
     case 'DateTime':
+      if (native === 'Date') return { data_type: 'date' };
       return native === 'Timestamptz'
         ? { data_type: 'timestamp with time zone', precision: Number(args[0] ?? 6) }
         : { data_type: 'timestamp without time zone', precision: Number(args[0] ?? 3) };

@@ -33,6 +33,8 @@ export type FinishedTask = z.output<typeof FinishedTaskRow>;
 //  - the status change only happens from a non-terminal state (terminal at most once);
 //  - failed and cancelled tasks are refunded through a ledger row that is unique per task
 //    (ON CONFLICT DO NOTHING), and the balance moves only when that row was inserted;
+//  - a refund lowers the spend of the task's key on the UTC day of its charge (the day the task was
+//    created: spend limits, docs/api.md), after the balance (the order create_tasks locks them in);
 //  - completed and failed tasks with a callback_url get their webhook delivery row (outbox).
 const FINISH_TASK = statement(
   'finish-task',
@@ -49,7 +51,7 @@ WITH t AS (
    WHERE public_id = $1
      AND ($2::text IS NULL OR account_id = $2)
      AND status IN (0, 10)
-  RETURNING id, public_id, account_id, grant_id, cost, callback_url, status, kind, created_at, finished_at
+  RETURNING id, public_id, account_id, grant_id, api_key_id, cost, callback_url, status, kind, created_at, finished_at
 ),
 refund AS (
   INSERT INTO credit_ledger (account_id, grant_id, task_id, entry_type, amount)
@@ -66,6 +68,14 @@ trial AS (
   UPDATE trial_grants g SET quota_remaining = g.quota_remaining + r.amount
     FROM refund r WHERE g.id = r.grant_id
   RETURNING g.id
+),
+spend AS (
+  UPDATE api_key_spend s SET spent = GREATEST(s.spent - r.amount, 0)
+    FROM refund r, t JOIN api_keys k ON k.id = t.api_key_id
+   WHERE s.key_id = COALESCE(k.spend_key_id, k.id)
+     AND s.day = (t.created_at AT TIME ZONE 'UTC')::date
+     AND EXISTS (SELECT 1 FROM paid UNION ALL SELECT 1 FROM trial)
+  RETURNING s.key_id
 ),
 delivery AS (
   INSERT INTO webhook_deliveries (id, task_id, account_id, url, task_status, next_attempt_at)

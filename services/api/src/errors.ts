@@ -43,6 +43,11 @@ export const API_ERRORS = {
   INVALID_API_KEY: fixed(401, 'Invalid API key.'),
   TRIAL_KEY_EXPIRED: fixed(401, 'This trial API key has expired.'),
   RATE_LIMITED: fixed(429, 'Rate limit exceeded.', true),
+  /** A batch that needs more requests than the key's window holds when empty: retrying cannot help. */
+  BATCH_EXCEEDS_RATE_LIMIT: built<{ size: number; limit: number; window: 'minute' | 'day' }>(
+    429,
+    (p) => `This batch of ${p.size} tasks is larger than this key's rate limit of ${p.limit} requests per ${p.window} can ever hold; send at most ${p.limit} tasks per batch.`,
+  ),
   SESSION_ONLY: fixed(401, 'This endpoint requires a login session. API keys are not accepted.'),
   LOGIN_REQUIRED: fixed(401, 'Login required.'),
   CROSS_SITE_REFUSED: fixed(403, 'Cross-site request refused.'),
@@ -58,6 +63,7 @@ export const API_ERRORS = {
   FILES_EXPIRED: fixed(410, 'The files of this task have expired.'),
   FILE_LINK_INVALID: fixed(403, 'This file link is invalid or has expired.'),
   INSUFFICIENT_CREDITS: fixed(402, 'Insufficient credits.'),
+  SPEND_LIMIT_REACHED: fixed(402, "This key's spend limit is reached."),
   IDEMPOTENCY_KEY_REUSED: fixed(409, 'This Idempotency-Key was already used with a different request.'),
   INVALID_IDEMPOTENCY_KEY: invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
   UNKNOWN_CURSOR: invalid('cursor', 'cursor is not a position in this list; use next_cursor from a previous page.'),
@@ -70,6 +76,7 @@ export const API_ERRORS = {
   KEY_NOT_FOUND: fixed(404, 'API key not found.'),
   KEY_NOT_ACTIVE: fixed(409, 'Only active keys can be revealed.'),
   KEY_REVOKED_NO_REISSUE: fixed(409, 'This key is revoked; create a new key instead.'),
+  KEY_REVOKED_NO_EDIT: fixed(409, 'This key is revoked; its spend limit cannot be changed.'),
   GRANT_NOT_FOUND: fixed(404, 'Trial grant not found.'),
   GRANT_EXPIRED: fixed(422, 'This trial grant has expired.'),
   GRANT_EXHAUSTED: fixed(422, 'This trial grant has no remaining quota.'),

@@ -162,6 +162,8 @@ describe('console API', () => {
         created_at: expect.any(String),
         last_used_at: expect.any(String),
         revoked_at: null,
+        spend_limit: null,
+        spent: 0,
       });
       expect(byId[trial.id]).toMatchObject({ type: 'trial', status: 'active', grant_id: grant, last_used_at: null });
       expect(byId[revoked.id]).toMatchObject({ status: 'revoked', revoked_at: expect.any(String) });

@@ -4,7 +4,7 @@ import { decryptSecret, encryptSecret, generateApiKey, type ApiKeyType } from '@
 import { newId } from '@taskapi/ids';
 import { ApiError } from '../errors';
 import type { GrantRepository } from '../repositories/grants';
-import type { KeyQueries, KeyRepository, KeyRow } from '../repositories/keys';
+import type { KeyQueries, KeyRepository, KeyRow, SpendLimit } from '../repositories/keys';
 import { announceRevocation } from './key-revocation';
 
 /** A key as the console API shows it: never the plaintext. */
@@ -17,6 +17,10 @@ export interface KeyView {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** Most credits the key may spend per UTC day or month; null: none. */
+  spend_limit: SpendLimit | null;
+  /** Credits charged through the key (and the keys it was reissued from) in the limit's current UTC period, refunds deducted; the month's without a limit. */
+  spent: number;
 }
 
 export function keyStatus(k: Pick<KeyRow, 'revoked_at' | 'grant_expires_at'>, now = Date.now()): KeyView['status'] {
@@ -35,6 +39,8 @@ function view(k: KeyRow): KeyView {
     created_at: k.created_at.toISOString(),
     last_used_at: k.last_used_at?.toISOString() ?? null,
     revoked_at: k.revoked_at?.toISOString() ?? null,
+    spend_limit: k.spend_limit_credits !== null && k.spend_limit_period !== null ? { credits: k.spend_limit_credits, period: k.spend_limit_period } : null,
+    spent: k.spent,
   };
 }
 
@@ -82,6 +88,7 @@ async function insertKey(
   accountId: string,
   type: ApiKeyType,
   grantId: string | null,
+  spend: { limit: SpendLimit | null; keyId: string | null },
 ): Promise<{ record: KeyRow; plaintext: string }> {
   const id = newId('key');
   const generated = generateApiKey(type);
@@ -93,6 +100,8 @@ async function insertKey(
     keyHash: generated.hash,
     keyPrefix: generated.prefix,
     keyCiphertext: encryptSecret(secretsKey, generated.plaintext, keyContext(id)),
+    spendLimit: spend.limit,
+    spendKeyId: spend.keyId,
   });
   // At most one unrevoked key per grant, whatever the concurrency.
   if (!record) throw new ApiError('GRANT_ALREADY_BOUND');
@@ -107,11 +116,11 @@ export async function listKeys(keys: KeyRepository, accountId: string, type?: Ap
 export async function createKey(
   deps: Pick<ApiKeyDeps, 'keys' | 'grants' | 'secretsKey'>,
   accountId: string,
-  input: { type: 'paid' } | { type: 'trial'; grant_id: string },
+  input: ({ type: 'paid' } | { type: 'trial'; grant_id: string }) & { spend_limit?: SpendLimit | null },
 ): Promise<{ key: KeyView; plaintext_key: string }> {
   if (input.type === 'trial') await usableGrant(deps.grants, accountId, input.grant_id);
   const { record, plaintext } = await deps.keys.transaction((tx) =>
-    insertKey(tx, deps.secretsKey, accountId, input.type, input.type === 'trial' ? input.grant_id : null),
+    insertKey(tx, deps.secretsKey, accountId, input.type, input.type === 'trial' ? input.grant_id : null, { limit: input.spend_limit ?? null, keyId: null }),
   );
   return { key: view(record), plaintext_key: plaintext };
 }
@@ -146,11 +155,24 @@ export async function reissueKey(
     if (current.revoked_at) throw new ApiError('KEY_REVOKED_NO_REISSUE');
     const revoked = await tx.revoke(accountId, keyId);
     if (!revoked) throw new Error(`revoking locked, unrevoked key ${keyId} changed no row`);
-    const replacement = await insertKey(tx, deps.secretsKey, accountId, current.type, current.grant_id);
+    // The replacement keeps the limit and continues the chain's spend counters: the period's spend carries over.
+    const limit = current.spend_limit_credits !== null && current.spend_limit_period !== null ? { credits: current.spend_limit_credits, period: current.spend_limit_period } : null;
+    const replacement = await insertKey(tx, deps.secretsKey, accountId, current.type, current.grant_id, { limit, keyId: current.spend_key_id ?? current.id });
     return { old: revoked, created: replacement };
   });
   await announce(deps, accountId, old);
   return { key: view(created.record), plaintext_key: created.plaintext, replaced_key: view(old) };
+}
+
+/**
+ * Sets (or, with null, clears) an unrevoked key's spend limit. It applies to the very next creation
+ * on every API replica: creation reads the limit in the transaction that charges, not from a cache.
+ */
+export async function setSpendLimit(deps: Pick<ApiKeyDeps, 'keys'>, accountId: string, keyId: string, limit: SpendLimit | null): Promise<KeyView> {
+  const updated = await deps.keys.setSpendLimit(accountId, keyId, limit);
+  if (updated) return view(updated);
+  if (!(await deps.keys.find(accountId, keyId))) throw new ApiError('KEY_NOT_FOUND');
+  throw new ApiError('KEY_REVOKED_NO_EDIT');
 }
 
 /** Shows an active key's plaintext again; every reveal is written to the audit table first. */

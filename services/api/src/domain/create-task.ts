@@ -53,8 +53,20 @@ function payerOf(p: KeyPrincipal): Payer {
   return { accountId: p.accountId, grantId: p.type === 'trial' ? p.grantId : null };
 }
 
+/** One task of a batch request: its draft and its cost. */
+export interface BatchItem {
+  draft: TaskDraft;
+  cost: number;
+}
+
+export interface CreateBatchResult {
+  rows: TaskRow[];
+  /** True when an earlier request with the same Idempotency-Key created these tasks. */
+  replayed: boolean;
+}
+
 export interface TaskCreatorRepositories {
-  tasks: Pick<TaskRepository, 'create' | 'createWithIdempotencyKey' | 'getById'>;
+  tasks: Pick<TaskRepository, 'create' | 'createAll' | 'createWithIdempotencyKey' | 'getById' | 'getManyById'>;
   idempotency: Pick<IdempotencyRepository, 'find'>;
 }
 
@@ -93,17 +105,7 @@ export class TaskCreator {
    * with the task (`tasks.trace_parent`): its trace continues in the worker and each webhook attempt.
    */
   async create(principal: KeyPrincipal, draft: TaskDraft, cost: number, idempotency?: IdempotencyRequest, traceParent?: string): Promise<CreateTaskResult> {
-    const task: NewTask = {
-      publicId: newId('task'),
-      apiKeyId: principal.keyId,
-      kind: draft.kind,
-      inputText: JSON.stringify(draft.input),
-      payloadText: draft.payloadText,
-      callbackUrl: draft.callbackUrl,
-      cost,
-      upload: null,
-      traceParent: traceParent ?? null,
-    };
+    const task = newTask(principal, draft, cost, traceParent);
     let outcome: CreationOutcome;
     if (!idempotency) {
       task.upload = await this.storeUpload(task.publicId, draft);
@@ -126,28 +128,34 @@ export class TaskCreator {
       await this.dropUpload(task);
       throw await this.refusal(principal, cost, outcome);
     }
-    return {
-      replayed: false,
-      row: {
-        id: outcome.task_id,
-        public_id: task.publicId,
-        kind: task.kind,
-        status: TaskStatus.queued,
-        error_code: null,
-        error_message: null,
-        progress: null,
-        input: task.inputText,
-        payload: task.payloadText,
-        callback_url: task.callbackUrl,
-        cost,
-        created_at: outcome.created_at,
-        started_at: null,
-        finished_at: null,
-        result: null,
-        files: '[]',
-        files_expired_at: null,
-      },
-    };
+    return { replayed: false, row: createdRow(task, outcome.task_id, outcome.created_at) };
+  }
+
+  /**
+   * Creates every task of a batch request with one charge in one transaction, or none: a refusal
+   * (spend limit first, then credits, for the batch's total) is thrown. Not batched with other
+   * creations: the request is already its own batch. With an idempotency key, the same key and body
+   * within 24 h returns the first batch's tasks (charged once); a different body is a 409.
+   */
+  async createBatch(principal: KeyPrincipal, items: readonly BatchItem[], idempotency?: IdempotencyRequest, traceParent?: string): Promise<CreateBatchResult> {
+    if (idempotency) {
+      const earlier = await this.findIdempotentBatch(principal.accountId, idempotency);
+      if (earlier) return earlier;
+    }
+    const tasks = items.map((item) => newTask(principal, item.draft, item.cost, traceParent));
+    await Promise.all(tasks.map(async (task, i) => (task.upload = await this.storeUpload(task.publicId, (items[i] as BatchItem).draft))));
+    const outcomes = await this.tasks.createAll(payerOf(principal), tasks, idempotency);
+    if (outcomes.some((o) => !o.task_id || !o.created_at)) {
+      await Promise.all(tasks.map((task) => this.dropUpload(task)));
+      if (idempotency) {
+        // Either a concurrent twin won the key, or the batch was refused (possibly after that twin spent).
+        const twin = await this.findIdempotentBatch(principal.accountId, idempotency);
+        if (twin) return twin;
+      }
+      const total = items.reduce((sum, item) => sum + item.cost, 0);
+      throw await this.refusal(principal, total, outcomes[0] as CreationOutcome);
+    }
+    return { replayed: false, rows: tasks.map((task, i) => createdRow(task, outcomes[i]!.task_id!, outcomes[i]!.created_at!)) };
   }
 
   /**
@@ -174,11 +182,17 @@ export class TaskCreator {
     if (found.fingerprint !== req.fingerprint) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
     const task = await this.tasks.getById(found.task_id);
     if (!task) return null;
-    // The replay is the first response again: the task as it was created.
-    return {
-      replayed: true,
-      row: { ...task, status: TaskStatus.queued, error_code: null, error_message: null, started_at: null, finished_at: null, result: null, files: '[]', files_expired_at: null },
-    };
+    return { replayed: true, row: asCreated(task) };
+  }
+
+  private async findIdempotentBatch(accountId: string, req: IdempotencyRequest): Promise<CreateBatchResult | null> {
+    const found = await this.idempotency.find(accountId, req.key);
+    if (!found) return null;
+    // A key first used for one task (or another batch) has another fingerprint: a 409 either way.
+    if (found.fingerprint !== req.fingerprint || !found.batch_task_ids) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
+    const rows = await this.tasks.getManyById(found.batch_task_ids);
+    if (rows.length !== found.batch_task_ids.length) return null;
+    return { replayed: true, rows: rows.map(asCreated) };
   }
 
   private async refusal(principal: KeyPrincipal, cost: number, outcome: CreationOutcome): Promise<ApiError> {
@@ -186,6 +200,51 @@ export class TaskCreator {
       const prefixes = await this.activeTrialPrefixes(principal.accountId, principal.keyId);
       return new ApiError('TRIAL_KEY_EXPIRED', { fields: { active_key_prefixes: prefixes } });
     }
+    if (outcome.spend_limit !== null) {
+      return new ApiError('SPEND_LIMIT_REACHED', { fields: { limit: outcome.spend_limit, period: outcome.spend_period, spent: outcome.spent } });
+    }
     return new ApiError('INSUFFICIENT_CREDITS', { fields: { required: cost, available: outcome.available } });
   }
+}
+
+function newTask(principal: KeyPrincipal, draft: TaskDraft, cost: number, traceParent: string | undefined): NewTask {
+  return {
+    publicId: newId('task'),
+    apiKeyId: principal.keyId,
+    kind: draft.kind,
+    inputText: JSON.stringify(draft.input),
+    payloadText: draft.payloadText,
+    callbackUrl: draft.callbackUrl,
+    cost,
+    upload: null,
+    traceParent: traceParent ?? null,
+  };
+}
+
+/** The row of a task just inserted: queued, nothing run yet. */
+function createdRow(task: NewTask, id: string, createdAt: Date): TaskRow {
+  return {
+    id,
+    public_id: task.publicId,
+    kind: task.kind,
+    status: TaskStatus.queued,
+    error_code: null,
+    error_message: null,
+    progress: null,
+    input: task.inputText,
+    payload: task.payloadText,
+    callback_url: task.callbackUrl,
+    cost: task.cost,
+    created_at: createdAt,
+    started_at: null,
+    finished_at: null,
+    result: null,
+    files: '[]',
+    files_expired_at: null,
+  };
+}
+
+/** A replay is the first response again: the task as it was created. */
+function asCreated(task: TaskRow): TaskRow {
+  return { ...task, status: TaskStatus.queued, error_code: null, error_message: null, started_at: null, finished_at: null, result: null, files: '[]', files_expired_at: null, progress: null };
 }

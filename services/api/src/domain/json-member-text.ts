@@ -99,3 +99,22 @@ export function topLevelMemberText(json: string, name: string): string | undefin
   }
   return found;
 }
+
+/**
+ * The source text of each element of the array that is top-level member `name` of `json` (as
+ * written, not minified), or undefined when the member is absent or not an array. `json` must
+ * already be known to be valid JSON (it was parsed).
+ */
+export function topLevelArrayElementTexts(json: string, name: string): string[] | undefined {
+  const array = topLevelMemberText(json, name);
+  if (array === undefined || array[0] !== '[') return undefined;
+  const out: string[] = [];
+  let i = skipWs(array, 1);
+  while (i < array.length && array[i] !== ']') {
+    const end = skipValue(array, i);
+    out.push(array.slice(i, end));
+    i = skipWs(array, end);
+    if (array[i] === ',') i = skipWs(array, i + 1);
+  }
+  return out;
+}

@@ -19,7 +19,10 @@ import { revokedMarkerKey } from './key-revocation';
 // KEYS: 1 minute zset, 2 day hash, 3 revocation marker, 4.. the keys to prefetch (each once,
 //       however many requests asked for it)
 // ARGV: 1 minute limit, 2 day limit, 3 number of requests, 4 a prefix unique to this call (the
-//       sorted-set members are the prefix and a request number)
+//       sorted-set members are the prefix and a request number); for a batch request
+//       (`consumeBatch`): 5 '1' (all the requests or none), 6 and 7 the sorted-set member and the
+//       hour of the one request already counted for it, which is taken back first (so a refused
+//       batch counts nothing, and an accepted one counts its size)
 // Returns {-1} when the key is revoked, else the slots of REPLY_SLOTS followed by the value (or
 // nil) of each prefetched key, in KEYS order; `readReply` names them.
 
@@ -40,13 +43,23 @@ const REPLY_SLOTS = [
   'limitedDayRemaining',
   'limitedDayReset',
   'retryAfter',
+  'hour',
 ] as const;
 /** The Lua (1-based) index of a reply slot. */
 const slot = (name: (typeof REPLY_SLOTS)[number]): number => REPLY_SLOTS.indexOf(name) + 1;
 
 const SCRIPT = /* lua */ `
 if redis.call('EXISTS', KEYS[3]) == 1 then return {-1} end
+if ARGV[6] then
+  redis.call('ZREM', KEYS[1], ARGV[6])
+  if redis.call('HEXISTS', KEYS[2], ARGV[7]) == 1 and redis.call('HINCRBY', KEYS[2], ARGV[7], -1) <= 0 then
+    redis.call('HDEL', KEYS[2], ARGV[7])
+  end
+end
 local n = tonumber(ARGV[3])
+-- How many requests must fit at once: each alone, or a batch's all together.
+local need = 1
+if ARGV[5] == '1' then need = n end
 local m = #KEYS - 3
 local prefetched = {}
 if m > 0 then prefetched = redis.call('MGET', unpack(KEYS, 4, 3 + m)) end
@@ -80,6 +93,7 @@ table.sort(hours)
 
 local accepted = 0
 while accepted < n and mcount + accepted < mlimit and dcount + accepted < dlimit do accepted = accepted + 1 end
+if accepted < need then accepted = 0 end
 if accepted > 0 then
   local members = {}
   for i = 1, accepted do
@@ -116,6 +130,7 @@ for i = 1, ${REPLY_SLOTS.length} do out[i] = 0 end
 out[${slot('accepted')}] = accepted
 out[${slot('minuteCount')}] = mcount
 out[${slot('dayCount')}] = dcount
+out[${slot('hour')}] = hour
 if accepted > 0 then
   out[${slot('minuteReset')}] = minute_reset(0)
   out[${slot('dayReset')}] = day_reset(1)
@@ -123,8 +138,8 @@ end
 if accepted < n then
   local mwait = 0
   local dwait = 0
-  if mtotal >= mlimit then mwait = minute_reset(mtotal - mlimit) end
-  if dtotal >= dlimit then dwait = day_reset(dtotal - dlimit + 1) end
+  if mtotal + need > mlimit then mwait = minute_reset(mtotal + need - mlimit - 1) end
+  if dtotal + need > dlimit then dwait = day_reset(dtotal + need - dlimit) end
   local mres = mwait
   if mres == 0 then mres = minute_reset(0) end
   local dres = dwait
@@ -149,8 +164,20 @@ return out
 /** Most requests of one key decided by one script call. */
 const MAX_BATCH = 100;
 
+/** Where one accepted request was counted: what `consumeBatch` takes back before counting a batch. */
+export interface RateLimitTicket {
+  member: string;
+  hour: number;
+}
+
 export type RateLimitOutcome =
-  | { kind: 'accepted'; state: WindowState; /** The value at each prefetch key, in order (null when absent); empty when none was asked. */ prefetched: Array<string | null> }
+  | {
+      kind: 'accepted';
+      state: WindowState;
+      /** The value at each prefetch key, in order (null when absent); empty when none was asked. */
+      prefetched: Array<string | null>;
+      ticket: RateLimitTicket;
+    }
   | { kind: 'limited'; window: 'minute' | 'day'; limit: number; retryAfter: number; state: WindowState }
   | { kind: 'revoked' };
 
@@ -229,6 +256,32 @@ export class RateLimiter {
     return this.batcher.submit(`${accountId} ${keyId} ${policy.perMinute} ${policy.perDay}`, { accountId, keyId, policy, prefetchKeys });
   }
 
+  /**
+   * A batch request of `size` tasks counts as `size` requests, all or none: takes back the one
+   * request `ticket` counted when the batch arrived, then counts `size` if both windows have room
+   * for all of them. Refused, it counts nothing. Redis unavailable → 503.
+   */
+  async consumeBatch(accountId: string, keyId: string, policy: RateLimitPolicy, ticket: RateLimitTicket, size: number): Promise<RateLimitOutcome> {
+    const keys = [...rateLimitKeys(accountId, keyId), revokedMarkerKey(accountId, keyId)];
+    const prefix = `${this.tag}:${++this.seq}:`;
+    let r: Array<number | string | null>;
+    try {
+      r = await this.redis.taskapiRateLimitBatch(keys.length, ...keys, policy.perMinute, policy.perDay, size, prefix, '1', ticket.member, ticket.hour);
+    } catch (err) {
+      throw unavailable('redis', err);
+    }
+    const reply = readReply(r);
+    if (reply === 'revoked') return { kind: 'revoked' };
+    if (reply.accepted === size) {
+      const state: WindowState = {
+        minute: { remaining: policy.perMinute - reply.minuteCount - size, reset: reply.minuteReset },
+        day: { remaining: policy.perDay - reply.dayCount - size, reset: reply.dayReset },
+      };
+      return { kind: 'accepted', state, prefetched: [], ticket: { member: `${prefix}1`, hour: reply.hour } };
+    }
+    return limitedOutcome(reply, policy);
+  }
+
   private async decide(batch: Pending[]): Promise<RateLimitOutcome[]> {
     const { accountId, keyId, policy } = batch[0] as Pending;
     const keys = [...rateLimitKeys(accountId, keyId), revokedMarkerKey(accountId, keyId)];
@@ -242,8 +295,9 @@ export class RateLimiter {
       }
     }
     let r: Array<number | string | null>;
+    const prefix = `${this.tag}:${++this.seq}:`;
     try {
-      r = await this.redis.taskapiRateLimitBatch(keys.length, ...keys, policy.perMinute, policy.perDay, batch.length, `${this.tag}:${++this.seq}:`);
+      r = await this.redis.taskapiRateLimitBatch(keys.length, ...keys, policy.perMinute, policy.perDay, batch.length, prefix);
     } catch (err) {
       throw unavailable('redis', err);
     }
@@ -256,14 +310,18 @@ export class RateLimiter {
           day: { remaining: policy.perDay - reply.dayCount - i - 1, reset: reply.dayReset },
         };
         const prefetched = (p.prefetchKeys ?? []).map((key) => reply.prefetched[prefetchAt.get(key)!] ?? null);
-        return { kind: 'accepted', state, prefetched };
+        return { kind: 'accepted', state, prefetched, ticket: { member: `${prefix}${i + 1}`, hour: reply.hour } };
       }
-      const window = reply.limitedWindow === 2 ? 'day' : 'minute';
-      const state: WindowState = {
-        minute: { remaining: reply.limitedMinuteRemaining, reset: reply.limitedMinuteReset },
-        day: { remaining: reply.limitedDayRemaining, reset: reply.limitedDayReset },
-      };
-      return { kind: 'limited', window, limit: window === 'day' ? policy.perDay : policy.perMinute, retryAfter: reply.retryAfter, state };
+      return limitedOutcome(reply, policy);
     });
   }
+}
+
+function limitedOutcome(reply: ScriptReply, policy: RateLimitPolicy): RateLimitOutcome {
+  const window = reply.limitedWindow === 2 ? 'day' : 'minute';
+  const state: WindowState = {
+    minute: { remaining: reply.limitedMinuteRemaining, reset: reply.limitedMinuteReset },
+    day: { remaining: reply.limitedDayRemaining, reset: reply.limitedDayReset },
+  };
+  return { kind: 'limited', window, limit: window === 'day' ? policy.perDay : policy.perMinute, retryAfter: reply.retryAfter, state };
 }

@@ -15,13 +15,17 @@ export interface ImageUpload {
   data: Buffer;
 }
 
-const invalidImage = (problem: string) => new ApiError('INVALID_FIELD', { params: { name: 'image_base64', problem } });
+const invalidImageOf = (problem: string, prefix: string) => new ApiError('INVALID_FIELD', { params: { name: `${prefix}image_base64`, problem } });
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const DATA_URL = /^data:image\/(?:png|jpeg|jpg);base64,/i;
 
-/** Decodes and checks `image_base64`: base64 (optionally a data: URL), at most 8 MiB, JPEG or PNG. */
-export function decodeImageBase64(value: string): ImageUpload {
+/**
+ * Decodes and checks `image_base64`: base64 (optionally a data: URL), at most 8 MiB, JPEG or PNG.
+ * `fieldPrefix` goes before the field's name in errors (`tasks[3].` in a batch).
+ */
+export function decodeImageBase64(value: string, fieldPrefix = ''): ImageUpload {
+  const invalidImage = (problem: string) => invalidImageOf(problem, fieldPrefix);
   const compact = value.replace(DATA_URL, '').replace(/[\r\n]/g, '');
   if (compact.length === 0 || compact.length % 4 === 1 || !BASE64.test(compact)) {
     throw invalidImage('must be base64-encoded image data');
@@ -52,8 +56,9 @@ export interface TaskDraft {
 /**
  * Builds a task draft from a parsed body and its raw text.
  * `payload` keeps its exact source text; a payload of JSON `null` is the same as none.
+ * `fieldPrefix` goes before field names in errors (`tasks[3].` for an item of a batch).
  */
-export function draftTask(kind: TaskKind, body: Record<string, unknown>, rawBody: string): TaskDraft {
+export function draftTask(kind: TaskKind, body: Record<string, unknown>, rawBody: string, fieldPrefix = ''): TaskDraft {
   const { callback_url, payload, ...params } = body as {
     callback_url?: string | null;
     payload?: unknown;
@@ -64,16 +69,16 @@ export function draftTask(kind: TaskKind, body: Record<string, unknown>, rawBody
   if (payload !== undefined && payload !== null) {
     payloadText = topLevelMemberText(rawBody, 'payload') ?? JSON.stringify(payload);
     if (Buffer.byteLength(payloadText) > MAX_PAYLOAD_BYTES) {
-      throw new ApiError('INVALID_FIELD', { params: { name: 'payload', problem: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON` } });
+      throw new ApiError('INVALID_FIELD', { params: { name: `${fieldPrefix}payload`, problem: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON` } });
     }
     if (jsonDepth(payloadText) > MAX_PAYLOAD_DEPTH) {
-      throw new ApiError('INVALID_FIELD', { params: { name: 'payload', problem: `must be nested at most ${MAX_PAYLOAD_DEPTH} levels deep` } });
+      throw new ApiError('INVALID_FIELD', { params: { name: `${fieldPrefix}payload`, problem: `must be nested at most ${MAX_PAYLOAD_DEPTH} levels deep` } });
     }
   }
   let upload: ImageUpload | null = null;
   let input: Record<string, unknown> = params;
   if (kind === 'face-detection' && typeof params.image_base64 === 'string') {
-    upload = decodeImageBase64(params.image_base64);
+    upload = decodeImageBase64(params.image_base64, fieldPrefix);
     input = { image_upload: { content_type: upload.contentType, size: upload.data.length } };
   } else if (kind === 'face-detection') {
     input = { image_url: params.image_url };

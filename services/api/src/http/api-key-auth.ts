@@ -54,6 +54,7 @@ export function apiKeyAuth(deps: {
 
     const ctx = locals(res);
     ctx.prefetched = outcome.prefetched;
+    ctx.rateLimitTicket = outcome.ticket;
     ctx.key = {
       keyId: key.id,
       accountId: key.accountId,

@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import type { KeyPrincipal, SessionPrincipal } from '../domain/principal';
 import type { Prefetched } from '../domain/read-task';
+import type { RateLimitTicket } from '../domain/rate-limit';
 
 export type { KeyPrincipal, SessionPrincipal };
 
@@ -17,6 +18,8 @@ export interface RequestLocals {
   traceId?: string;
   /** What the rate limiter read for the route along with the limit (domain/read-task.ts). */
   prefetched?: Prefetched;
+  /** Where the rate limiter counted this request (a batch turns it into one request per task). */
+  rateLimitTicket?: RateLimitTicket;
   /** The raw JSON body text (task creation only), for echoing `payload` unchanged. */
   rawBody?: string;
 }

@@ -81,7 +81,7 @@ export type Reply =
 
 export interface RouteSpec<A extends Auth, P, Q, H, B> {
   operationId: string;
-  method: 'get' | 'post';
+  method: 'get' | 'post' | 'patch';
   /** OpenAPI path template: `/api/tasks/{publicId}`. */
   path: string;
   tag: Tag;

@@ -12,8 +12,12 @@ export type InputPlace = 'body' | 'query' | 'header' | 'path';
 
 const BODY = '(body)';
 
+/** `tasks[3].prompt`: members joined by dots, array positions in brackets. */
 function fieldName(path: ReadonlyArray<PropertyKey>): string {
-  return path.length ? path.map(String).join('.') : BODY;
+  if (!path.length) return BODY;
+  let name = '';
+  for (const step of path) name += typeof step === 'number' ? `[${step}]` : name ? `.${String(step)}` : String(step);
+  return name;
 }
 
 const TYPE_NAMES: Record<string, string> = {

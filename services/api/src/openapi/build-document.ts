@@ -5,7 +5,15 @@ import { z } from 'zod';
 import { API_ERRORS, ApiError, type ErrorCode, type FixedCode } from '../errors';
 import type { Route, ResponseSpec } from '../http/route';
 import { invalidInput } from '../http/validation';
-import { errorSchema, expiredTrialKeySchema, insufficientCreditsSchema, rateLimitedSchema, validationErrorSchema } from '../schemas/errors';
+import {
+  batchExceedsRateLimitSchema,
+  errorSchema,
+  expiredTrialKeySchema,
+  insufficientCreditsSchema,
+  rateLimitedSchema,
+  spendLimitReachedSchema,
+  validationErrorSchema,
+} from '../schemas/errors';
 import { loginRateLimitedSchema } from '../schemas/console';
 import { ERROR_EXAMPLE_FIELDS, ERROR_RESPONSE_NOTES } from './error-docs';
 import { RESPONSE_HEADERS, type ResponseHeader } from '../schemas/response-headers';
@@ -30,6 +38,8 @@ const ERROR_BODIES: Partial<Record<ErrorCode, z.ZodType>> = {
   TRIAL_KEY_EXPIRED: expiredTrialKeySchema,
   RATE_LIMITED: rateLimitedSchema,
   INSUFFICIENT_CREDITS: insufficientCreditsSchema,
+  SPEND_LIMIT_REACHED: spendLimitReachedSchema,
+  BATCH_EXCEEDS_RATE_LIMIT: batchExceedsRateLimitSchema,
   TOO_MANY_LOGIN_ATTEMPTS: loginRateLimitedSchema,
 };
 
@@ -106,7 +116,7 @@ function impliedErrors(route: Route): ErrorCode[] {
   const codes: ErrorCode[] = [];
   if (route.auth === 'apiKey') codes.push('API_KEY_REQUIRED', 'INVALID_API_KEY', 'TRIAL_KEY_EXPIRED', 'RATE_LIMITED');
   if (route.auth === 'session') codes.push('SESSION_ONLY', 'LOGIN_REQUIRED');
-  if (route.auth === 'session' && route.method === 'post') codes.push('CROSS_SITE_REFUSED');
+  if (route.auth === 'session' && route.method !== 'get') codes.push('CROSS_SITE_REFUSED');
   if (route.params) codes.push('MALFORMED_REQUEST', route.params.invalid);
   if (route.query) codes.push('INVALID_PARAMETER');
   if (route.headers) codes.push(route.headers.invalid);

@@ -1,7 +1,7 @@
 // What the document says about error codes beyond their message (src/errors.ts): sample fields for
 // the examples, and when each code is answered.
 import { MAX_WAITERS, MAX_WAITERS_PER_ACCOUNT } from '../domain/task-waiters';
-import { API_ERRORS, type ErrorCode } from '../errors';
+import { API_ERRORS, ApiError, type ErrorCode } from '../errors';
 
 interface ExampleFields {
   summary: string;
@@ -14,6 +14,12 @@ export const ERROR_EXAMPLE_FIELDS: Partial<Record<ErrorCode, ExampleFields>> = {
   TRIAL_KEY_EXPIRED: { summary: "Trial key whose grant expired; the account's other working trial keys", fields: { active_key_prefixes: ['sk-test-Ab12Cd34'] } },
   RATE_LIMITED: { summary: 'Minute window exhausted (paid key)', fields: { limit: 300, window: 'minute', retry_after: 12 } },
   INSUFFICIENT_CREDITS: { summary: 'Balance or grant quota below the task cost', fields: { required: 10, available: 3 } },
+  SPEND_LIMIT_REACHED: { summary: "The creation would take the key's spend past its limit", fields: { limit: 500, period: 'day', spent: 496 } },
+  BATCH_EXCEEDS_RATE_LIMIT: {
+    summary: 'A trial key (20 requests per minute) sent a batch of 25',
+    message: new ApiError('BATCH_EXCEEDS_RATE_LIMIT', { params: { size: 25, limit: 20, window: 'minute' } }).message,
+    fields: { limit: 20, window: 'minute' },
+  },
   TOO_MANY_LOGIN_ATTEMPTS: { summary: 'Too many attempts from this address, or failures for this e-mail from this address', fields: { retry_after: 840 } },
   INVALID_REQUEST: { summary: 'No JSON body was sent', message: 'Request body must be a JSON object.' },
 };
@@ -24,6 +30,9 @@ export const ERROR_RESPONSE_NOTES: Partial<Record<ErrorCode, string>> = {
   TRIAL_KEY_EXPIRED: `Trial key whose grant has expired: \`${API_ERRORS.TRIAL_KEY_EXPIRED.message}\` with \`active_key_prefixes\`. Not counted against the rate limit.`,
   RATE_LIMITED:
     'A rate limit of the key is exhausted (paid 300/minute and 100000/day, trial 20/minute and 1000/day by default). Rejected requests are not counted.',
+  SPEND_LIMIT_REACHED:
+    "The creation would take the key's spend in its current UTC day or month past its `spend_limit`. Answered instead of `Insufficient credits.` when both apply.",
+  BATCH_EXCEEDS_RATE_LIMIT: "The batch has more tasks than the key's minute (or day) window can hold even when empty. Not counted; retrying cannot help.",
   SESSION_ONLY: 'The request carries `X-Api-Key` (refused whatever else it carries).',
   LOGIN_REQUIRED: 'No valid session: missing, malformed, forged, expired or logged-out token.',
   CROSS_SITE_REFUSED:

@@ -113,6 +113,8 @@ const paidKey = {
   created_at: '2026-01-01T00:00:00.000Z',
   last_used_at: '2026-01-02T09:14:00.000Z',
   revoked_at: null,
+  spend_limit: { credits: 500, period: 'day' },
+  spent: 120,
 };
 
 const trialKey = {
@@ -122,6 +124,8 @@ const trialKey = {
   key_prefix: 'sk-test-Ab12Cd34',
   grant_id: 'grant_7Hq2Lm9Xc4Vb1Nz8Kp3Rt6',
   last_used_at: null,
+  spend_limit: null,
+  spent: 0,
 };
 
 const revokedPaidKey = { ...paidKey, status: 'revoked', revoked_at: '2026-01-03T10:00:00.000Z' };
@@ -217,6 +221,16 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
   createVideoTask: { 201: taskExamples(queuedVideo, failedVideo) },
   createImageTask: { 201: taskExamples(queuedImage, completedImage) },
   createFaceDetectionTask: { 201: taskExamples({ ...completedFaces, status: 0, started_at: null, finished_at: null, result: null, progress: null }, completedFaces) },
+  createVideoTaskBatch: { 201: { created: { summary: 'Two tasks, in request order', value: { data: [queuedVideo, { ...queuedVideo, public_id: 'task_5Rt7Yu9Io2Pa4Sd6Fg8Hj1' }] } } } },
+  createImageTaskBatch: { 201: { created: { summary: 'Two tasks, in request order', value: { data: [queuedImage, { ...queuedImage, public_id: 'task_5Rt7Yu9Io2Pa4Sd6Fg8Hj1' }] } } } },
+  createFaceDetectionTaskBatch: {
+    201: {
+      created: {
+        summary: 'Two tasks, in request order',
+        value: { data: [0, 1].map((i) => ({ ...completedFaces, public_id: `task_5Rt7Yu9Io2Pa4Sd6Fg8Hj${i}`, status: 0, started_at: null, finished_at: null, result: null, files: [], progress: null })) },
+      },
+    },
+  },
   listTasks: { 200: taskList('task_8Ws2Ed4Rf6Tg8Yh1Uj3Ik5') },
   getTask: { 200: getTask },
   getTaskEvents: { 200: taskEvents },
@@ -229,8 +243,14 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
   listApiKeys: { 200: { keys: { value: { data: [trialKey, paidKey] } } } },
   createApiKey: {
     201: {
-      paid: { summary: 'A paid key', value: { key: { ...paidKey, last_used_at: null }, plaintext_key: 'sk-live-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90' } },
+      paid: { summary: 'A paid key with a daily spend limit', value: { key: { ...paidKey, last_used_at: null, spent: 0 }, plaintext_key: 'sk-live-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90' } },
       trial: { summary: 'A trial key bound to a grant', value: { key: trialKey, plaintext_key: 'sk-test-Ab12Cd34Xy98Wv76Ut54Sr32Qp10On98Ml76Kj54' } },
+    },
+  },
+  updateApiKey: {
+    200: {
+      limited: { summary: 'A monthly limit set', value: { ...paidKey, spend_limit: { credits: 10000, period: 'month' }, spent: 2480 } },
+      cleared: { summary: 'The limit removed (`spent` is then the month\'s)', value: { ...paidKey, spend_limit: null, spent: 2480 } },
     },
   },
   revokeApiKey: { 200: { revoked: { value: revokedPaidKey } } },

@@ -48,8 +48,16 @@ const TOUCH_SQL = `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (l
 
 // ---- Console: key management ----
 
+// `spent`: the key chain's spend in the limit's current UTC period (the month when there is no limit).
 const KEY_COLUMNS = `k.id, k.type, k.key_prefix, k.grant_id, k.created_at, k.last_used_at, k.revoked_at, k.key_hash,
-       g.expires_at AS grant_expires_at`;
+       g.expires_at AS grant_expires_at, k.spend_limit_credits, k.spend_limit_period::text AS spend_limit_period, k.spend_key_id,
+       (SELECT COALESCE(sum(s.spent), 0) FROM api_key_spend s
+         WHERE s.key_id = COALESCE(k.spend_key_id, k.id)
+           AND s.day >= CASE WHEN k.spend_limit_period = 'day' THEN (now() AT TIME ZONE 'UTC')::date
+                             ELSE date_trunc('month', now() AT TIME ZONE 'UTC')::date END)::int8::text AS spent`;
+
+/** The columns a statement's `k` CTE returns, for KEY_COLUMNS. */
+const RETURNED = 'id, type, key_prefix, grant_id, created_at, last_used_at, revoked_at, key_hash, spend_limit_credits, spend_limit_period, spend_key_id';
 
 const keyRow = z.object({
   id: z.string(),
@@ -62,6 +70,13 @@ const keyRow = z.object({
   /** Hex SHA-256 of the key: what revocation announcements name. */
   key_hash: z.string(),
   grant_expires_at: z.date().nullable(),
+  /** Credits per `spend_limit_period`, or null: no limit. */
+  spend_limit_credits: z.number().nullable(),
+  spend_limit_period: z.enum(['day', 'month']).nullable(),
+  /** The first key of the key's reissue chain, whose spend counters it continues; null: its own. */
+  spend_key_id: z.string().nullable(),
+  /** Spent in the limit's current UTC period (the month without a limit); int8 as text. */
+  spent: z.string().transform(Number),
 });
 
 /** A key as the console manages it (never the key itself). */
@@ -103,7 +118,7 @@ const REVOKE_KEY = statement(
   `
 WITH k AS (
   UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL
-  RETURNING id, type, key_prefix, grant_id, created_at, last_used_at, revoked_at, key_hash)
+  RETURNING ${RETURNED})
 SELECT ${KEY_COLUMNS} FROM k LEFT JOIN trial_grants g ON g.id = k.grant_id`,
   keyRow,
 );
@@ -114,10 +129,22 @@ const INSERT_KEY = statement(
   'insert-api-key',
   `
 WITH k AS (
-  INSERT INTO api_keys (id, account_id, type, grant_id, key_hash, key_prefix, key_ciphertext)
-  VALUES ($1, $2, $3::api_key_type, $4, $5, $6, $7)
+  INSERT INTO api_keys (id, account_id, type, grant_id, key_hash, key_prefix, key_ciphertext, spend_limit_credits, spend_limit_period, spend_key_id)
+  VALUES ($1, $2, $3::api_key_type, $4, $5, $6, $7, $8, $9::spend_period, $10)
   ON CONFLICT (grant_id) WHERE revoked_at IS NULL DO NOTHING
-  RETURNING id, type, key_prefix, grant_id, created_at, last_used_at, revoked_at, key_hash)
+  RETURNING ${RETURNED})
+SELECT ${KEY_COLUMNS} FROM k LEFT JOIN trial_grants g ON g.id = k.grant_id`,
+  keyRow,
+);
+
+// Only an unrevoked key's limit changes; the spend counters stay (a lower limit may be passed already).
+const SET_SPEND_LIMIT = statement(
+  'set-api-key-spend-limit',
+  `
+WITH k AS (
+  UPDATE api_keys SET spend_limit_credits = $3, spend_limit_period = $4::spend_period
+   WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL
+  RETURNING ${RETURNED})
 SELECT ${KEY_COLUMNS} FROM k LEFT JOIN trial_grants g ON g.id = k.grant_id`,
   keyRow,
 );
@@ -133,6 +160,15 @@ export interface NewKey {
   keyHash: string;
   keyPrefix: string;
   keyCiphertext: string;
+  spendLimit: SpendLimit | null;
+  /** The reissue chain's first key, whose spend counters the new key continues; null: its own. */
+  spendKeyId: string | null;
+}
+
+/** Most credits a key may spend per UTC day or month. */
+export interface SpendLimit {
+  credits: number;
+  period: 'day' | 'month';
 }
 
 /** The key statements, on the pool or inside a transaction (`KeyRepository.transaction`). */
@@ -179,7 +215,23 @@ export class KeyQueries {
 
   /** Inserts a key; null when its trial grant already has an unrevoked key. */
   insert(key: NewKey): Promise<KeyRow | null> {
-    return queryFirst(this.db, INSERT_KEY, [key.id, key.accountId, key.type, key.grantId, key.keyHash, key.keyPrefix, key.keyCiphertext]);
+    return queryFirst(this.db, INSERT_KEY, [
+      key.id,
+      key.accountId,
+      key.type,
+      key.grantId,
+      key.keyHash,
+      key.keyPrefix,
+      key.keyCiphertext,
+      key.spendLimit?.credits ?? null,
+      key.spendLimit?.period ?? null,
+      key.spendKeyId,
+    ]);
+  }
+
+  /** Sets or clears an unrevoked key's spend limit; null when the key is unknown or revoked. */
+  setSpendLimit(accountId: string, keyId: string, limit: SpendLimit | null): Promise<KeyRow | null> {
+    return queryFirst(this.db, SET_SPEND_LIMIT, [keyId, accountId, limit?.credits ?? null, limit?.period ?? null]);
   }
 
   /** Writes the audit row of a "show key". */

@@ -46,6 +46,7 @@ export type TaskRow = z.output<typeof taskRow>;
 const TASK_BY_PUBLIC_ID = statement('task-by-public-id', `SELECT ${TASK_COLUMNS} FROM tasks WHERE public_id = $1 AND account_id = $2`, taskRow);
 const TASK_BY_PUBLIC_ID_ANY_ACCOUNT = statement('task-by-public-id-any-account', `SELECT ${TASK_COLUMNS} FROM tasks WHERE public_id = $1`, taskRow);
 const TASK_BY_ID = statement('task-by-id', `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, taskRow);
+const TASKS_BY_IDS = statement('tasks-by-ids', `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ANY($1::int8[])`, taskRow);
 const TASK_ID_BY_PUBLIC_ID = statement('task-cursor', 'SELECT id FROM tasks WHERE public_id = $1 AND account_id = $2', z.object({ id: z.string() }));
 
 // The charge and the inserts happen in the `create_tasks` function (its source is
@@ -54,8 +55,8 @@ const TASK_ID_BY_PUBLIC_ID = statement('task-cursor', 'SELECT id FROM tasks WHER
 const CREATE_TASKS = statement(
   'create-tasks',
   `
-SELECT ordinal, task_id, created_at, available, grant_expired
-  FROM create_tasks($1, $2, $3::text[], $4::text[], $5::task_kind[], $6::json[], $7::json[], $8::text[], $9::int[], $10::text[], $11::bytea[], $12::text[])`,
+SELECT ordinal, task_id, created_at, available, grant_expired, spend_limit, spend_period, spent::text AS spent
+  FROM create_tasks($1, $2, $3::text[], $4::text[], $5::task_kind[], $6::json[], $7::json[], $8::text[], $9::int[], $10::text[], $11::bytea[], $12::text[], $13)`,
   z.object({
     ordinal: z.number(),
     /** Null when the payer could not pay (nothing was inserted for this creation). */
@@ -65,6 +66,11 @@ SELECT ordinal, task_id, created_at, available, grant_expired
     available: z.number(),
     /** True when the trial grant expired before the charge. */
     grant_expired: z.boolean(),
+    /** Set when the key's spend limit refused the creation: the limit, its period and what the key had spent in it. */
+    spend_limit: z.number().nullable(),
+    spend_period: z.enum(['day', 'month']).nullable(),
+    /** int8, sent as text. */
+    spent: z.string().transform(Number).nullable(),
   }),
 );
 
@@ -215,7 +221,31 @@ export class TaskRepository {
    * balance-row lock and one commit for the batch). One outcome per task, in the same order.
    */
   create(payer: Payer, tasks: NewTask[]): Promise<CreationOutcome[]> {
-    return createTasks(this.pool, payer, tasks);
+    return createTasks(this.pool, payer, tasks, false);
+  }
+
+  /**
+   * Charges `payer` for every task of a batch request and inserts them all, or nothing (credits,
+   * spend limit, expired grant: every outcome then has no `task_id`). With `key`, the batch's
+   * `Idempotency-Key` record is written in the same transaction; when a live record exists (a
+   * concurrent twin holds it), nothing is kept and every outcome has no `task_id`.
+   */
+  createAll(payer: Payer, tasks: NewTask[], key?: { key: string; fingerprint: string }): Promise<CreationOutcome[]> {
+    if (!key) return createTasks(this.pool, payer, tasks, true);
+    return transaction(this.pool, async (client) => {
+      const outcomes = await createTasks(client, payer, tasks, true);
+      const ids = outcomes.map((o) => o.task_id);
+      if (ids.some((id) => id === null)) return { commit: false, value: outcomes };
+      const claimed = await new IdempotencyRepository(client).claim(payer.accountId, key.key, key.fingerprint, ids[0] as string, ids as string[]);
+      return claimed ? { commit: true, value: outcomes } : { commit: false, value: outcomes.map((o) => ({ ...o, task_id: null, created_at: null })) };
+    });
+  }
+
+  /** The tasks with these internal ids, in that order (those that exist). */
+  async getManyById(ids: readonly string[]): Promise<TaskRow[]> {
+    const rows = await queryRows(this.pool, TASKS_BY_IDS, [ids]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.flatMap((id) => byId.get(id) ?? []);
   }
 
   /**
@@ -225,7 +255,7 @@ export class TaskRepository {
    */
   createWithIdempotencyKey(payer: Payer, task: NewTask, key: { key: string; fingerprint: string }): Promise<CreationOutcome> {
     return transaction(this.pool, async (client) => {
-      const [outcome] = (await createTasks(client, payer, [task])) as [CreationOutcome];
+      const [outcome] = (await createTasks(client, payer, [task], false)) as [CreationOutcome];
       const claimed = outcome.task_id !== null && (await new IdempotencyRepository(client).claim(payer.accountId, key.key, key.fingerprint, outcome.task_id));
       return claimed ? { commit: true, value: outcome } : { commit: false, value: { ...outcome, task_id: null, created_at: null } };
     });
@@ -240,7 +270,7 @@ export class TaskRepository {
   }
 }
 
-function createTasks(db: SqlExecutor, payer: Payer, tasks: NewTask[]): Promise<CreationOutcome[]> {
+function createTasks(db: SqlExecutor, payer: Payer, tasks: NewTask[], allOrNothing: boolean): Promise<CreationOutcome[]> {
   return queryRows(db, CREATE_TASKS, [
     payer.accountId,
     payer.grantId,
@@ -254,5 +284,6 @@ function createTasks(db: SqlExecutor, payer: Payer, tasks: NewTask[]): Promise<C
     tasks.map((t) => t.upload?.contentType ?? null),
     tasks.map((t) => t.upload?.data ?? null),
     tasks.map((t) => t.traceParent),
+    allOrNothing,
   ]);
 }

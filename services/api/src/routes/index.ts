@@ -22,12 +22,14 @@ import { listKeysRoute } from './keys/list-keys';
 import { reissueKeyRoute } from './keys/reissue-key';
 import { revealKeyRoute } from './keys/reveal-key';
 import { revokeKeyRoute } from './keys/revoke-key';
+import { updateKeyRoute } from './keys/update-key';
 import { healthRoute } from './ops/health';
 import { metricsRoute } from './ops/metrics';
 import { openApiDocumentRoute } from './ops/openapi-document';
 import { readinessRoute } from './ops/readiness';
 import { cancelTaskRoute } from './tasks/cancel-task';
 import { createTaskRoute } from './tasks/create-task';
+import { createTaskBatchRoute } from './tasks/create-task-batch';
 import { getTaskRoute } from './tasks/get-task';
 import { getSignedTaskFileRoute } from './tasks/get-signed-task-file';
 import { getTaskFileRoute } from './tasks/get-task-file';
@@ -40,6 +42,7 @@ import { sendTestWebhookRoute } from './webhook-deliveries/send-test-webhook';
 export const ROUTES: readonly Route[] = [
   // The task API first: it carries nearly all traffic, so it should match after the fewest layers.
   ...TASK_KINDS.map(createTaskRoute),
+  ...TASK_KINDS.map(createTaskBatchRoute),
   listTasksRoute,
   getTaskRoute,
   cancelTaskRoute,
@@ -55,6 +58,7 @@ export const ROUTES: readonly Route[] = [
   getSessionRoute,
   listKeysRoute,
   createKeyRoute,
+  updateKeyRoute,
   revokeKeyRoute,
   reissueKeyRoute,
   revealKeyRoute,

@@ -85,6 +85,28 @@ export type SessionView = z.infer<typeof sessionSchema>;
 // ---------------------------------------------------------------------------------------------
 // API keys
 
+const SPEND_CREDITS = 'must be an integer from 1 to 1000000000';
+
+export const spendLimitSchema = z
+  .strictObject(
+    {
+      credits: z
+        .number({ error: SPEND_CREDITS })
+        .int({ error: SPEND_CREDITS })
+        .min(1, { error: SPEND_CREDITS })
+        .max(1_000_000_000, { error: SPEND_CREDITS })
+        .meta({ description: 'Most credits the key may spend per period.', example: 500 }),
+      period: z.enum(['day', 'month'], { error: 'must be "day" or "month"' }).meta({ description: 'The current UTC day or the current UTC month.' }),
+    },
+    { error: (issue) => (issue.input === undefined ? 'is required' : 'must be an object {"credits","period"} or null') },
+  )
+  .meta({
+    id: 'SpendLimit',
+    description:
+      'Most credits the key may spend per UTC day or month (refunds deducted from the period of their charge). A creation that ' +
+      'would pass it is refused with 402 `This key\'s spend limit is reached.`',
+  });
+
 export const apiKeySchema = z
   .object({
     id: prefixedId('key', 'key_5Jd8Qw2Er6Ty1Ui9Op3As7'),
@@ -97,6 +119,13 @@ export const apiKeySchema = z
     created_at: timestamp(),
     last_used_at: nullableTimestamp('Last accepted request (accurate to about a minute); `null` if never used.'),
     revoked_at: nullableTimestamp('`null` unless revoked.'),
+    spend_limit: spendLimitSchema.nullable().meta({ description: 'The key\'s spend limit; `null`: none.' }),
+    spent: z.int().min(0).meta({
+      description:
+        'Credits charged through the key in the current UTC period of its limit (the month when it has none), refunds deducted. ' +
+        'A reissued key continues the count of the key it replaced.',
+      example: 120,
+    }),
   })
   .meta({ id: 'ApiKey', description: 'An API key as the console shows it; never the plaintext.' });
 
@@ -119,7 +148,7 @@ export const createApiKeyRequestSchema = z
   .discriminatedUnion(
     'type',
     [
-      z.strictObject({ type: z.literal('paid') }).meta({ title: 'paid' }),
+      z.strictObject({ type: z.literal('paid'), spend_limit: spendLimitSchema.nullable().optional() }).meta({ title: 'paid' }),
       z
         .strictObject({
           type: z.literal('trial'),
@@ -128,6 +157,7 @@ export const createApiKeyRequestSchema = z
             .refine((v) => isId('grant', v), { error: 'is not a trial grant id' })
             // The refine above is the check; these only document it.
             .meta({ pattern: GRANT_ID_PATTERN, example: GRANT_ID_EXAMPLE }),
+          spend_limit: spendLimitSchema.nullable().optional(),
         })
         .meta({ title: 'trial' }),
     ],
@@ -139,6 +169,12 @@ export const createApiKeyRequestSchema = z
   });
 
 export type CreateApiKeyRequest = z.infer<typeof createApiKeyRequestSchema>;
+
+export const updateApiKeyRequestSchema = z
+  .strictObject({ spend_limit: spendLimitSchema.nullable() }, { error: 'must be a JSON object' })
+  .meta({ id: 'UpdateApiKeyRequest', description: '`spend_limit`: the new limit, or `null` to remove it.' });
+
+export type UpdateApiKeyRequest = z.infer<typeof updateApiKeyRequestSchema>;
 
 export const createdApiKeySchema = z
   .object({ key: apiKeySchema, plaintext_key: plaintextKey })

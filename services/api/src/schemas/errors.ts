@@ -9,7 +9,7 @@ export const errorSchema = z
 
 export const fieldErrorSchema = z.object({
   field: z.string().meta({
-    description: 'The body field (a dotted path when nested: `files.0.name`), query parameter or header; `Request body` for the body as a whole.',
+    description: 'The body field (a path when nested: `tasks[3].prompt`), query parameter or header; `Request body` for the body as a whole.',
     example: 'prompt',
   }),
   message: z.string().meta({ description: 'What is wrong with it, as a sentence naming it.', example: 'prompt must not be empty' }),
@@ -44,3 +44,19 @@ export const insufficientCreditsSchema = errorSchema
     available: z.int().meta({ description: 'Paid balance (paid key) or grant quota remaining (trial key).', example: 3 }),
   })
   .meta({ id: 'InsufficientCredits' });
+
+export const spendLimitReachedSchema = errorSchema
+  .extend({
+    message: z.literal(API_ERRORS.SPEND_LIMIT_REACHED.message),
+    limit: z.int().meta({ description: "The key's spend limit (credits per period).", example: 500 }),
+    period: z.enum(['day', 'month']).meta({ description: 'The period the limit counts over (UTC day or month).' }),
+    spent: z.int().meta({ description: 'Credits the key has spent in the current period (refunds deducted).', example: 496 }),
+  })
+  .meta({ id: 'SpendLimitReached', description: "A creation that would take the key's spend past its limit. Comes before `Insufficient credits.`." });
+
+export const batchExceedsRateLimitSchema = errorSchema
+  .extend({
+    limit: z.int().meta({ description: 'The window that can never hold the batch (requests per window).', example: 20 }),
+    window: z.enum(['minute', 'day']),
+  })
+  .meta({ id: 'BatchExceedsRateLimit', description: 'A batch larger than the key can ever send in one window: split it. Not counted; no `Retry-After`.' });

@@ -131,6 +131,12 @@ export const taskListSchema = z
   })
   .meta({ id: 'TaskList' });
 
+export const taskBatchSchema = z
+  .object({ data: z.array(taskSchema).meta({ description: 'The created tasks, in the order of the request\'s `tasks`.' }) })
+  .meta({ id: 'TaskBatch' });
+
+export type TaskBatchView = z.infer<typeof taskBatchSchema>;
+
 export const webhookEventSchema = z
   .strictObject({
     public_id: taskIdSchema,

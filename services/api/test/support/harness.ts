@@ -101,7 +101,11 @@ export interface CreatedKey {
 }
 
 /** Creates a key through the console API. */
-export async function createKey(api: TestApi, account: TestAccount, body: { type: 'paid' } | { type: 'trial'; grant_id: string }): Promise<CreatedKey> {
+export async function createKey(
+  api: TestApi,
+  account: TestAccount,
+  body: ({ type: 'paid' } | { type: 'trial'; grant_id: string }) & { spend_limit?: { credits: number; period: 'day' | 'month' } | null },
+): Promise<CreatedKey> {
   const res = await api.req('POST', '/api/keys', { headers: account.auth, body });
   if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
   return { id: res.body.key.id, plaintext: res.body.plaintext_key, prefix: res.body.key.key_prefix };

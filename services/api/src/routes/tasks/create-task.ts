@@ -9,9 +9,12 @@ import { defineRoute } from '../../http/route';
 import { taskSchema } from '../../schemas/tasks';
 import { applyPreferWait, preferHeader } from './prefer-wait';
 
+/** `Idempotency-Key`: 1 to 255 printable ASCII characters. */
+export const idempotencyKeyHeader = z.string().regex(/^[\x21-\x7e]{1,255}$/).optional().meta({ example: 'order-A-1001-render' });
+
 const idempotencyHeaders = {
   schema: z.object({
-    'idempotency-key': z.string().regex(/^[\x21-\x7e]{1,255}$/).optional().meta({ example: 'order-A-1001-render' }),
+    'idempotency-key': idempotencyKeyHeader,
     prefer: preferHeader.schema,
   }),
   invalid: 'INVALID_IDEMPOTENCY_KEY',
@@ -31,7 +34,7 @@ interface KindDocs {
   invalidExamples: ReadonlyArray<readonly [string, string, string]>;
 }
 
-const DOCS: Record<TaskKind, KindDocs> = {
+export const DOCS: Record<TaskKind, KindDocs> = {
   'video-generation': {
     component: 'CreateVideoTask',
     example: { prompt: 'A paper boat drifting down a rainy street', duration_seconds: 6, callback_url: 'https://example.com/hooks/tasks', payload: { order_id: 'A-1001' } },
@@ -59,18 +62,27 @@ const DOCS: Record<TaskKind, KindDocs> = {
   },
 };
 
-const COMMON_INVALID = [
+export const COMMON_INVALID = [
   ['The body is JSON but not an object', '(body)', 'must be a JSON object'],
   ['A field the endpoint does not know', 'colour', 'is not a known field'],
   ['callback_url is not https', 'callback_url', 'must be an https:// URL'],
   ['payload over 64 KiB of JSON', 'payload', 'must be at most 65536 bytes of JSON'],
 ] as const;
 
+const kindSchemas = new Map<TaskKind, z.ZodType<Record<string, unknown>>>();
+
+/** A kind's creation body, as the document's component (`CreateVideoTask`…): one instance per kind. */
+export function kindRequestSchema(kind: TaskKind): z.ZodType<Record<string, unknown>> {
+  let schema = kindSchemas.get(kind);
+  if (!schema) kindSchemas.set(kind, (schema = createTaskSchemas[kind].meta({ id: DOCS[kind].component })));
+  return schema;
+}
+
 /** `POST /api/tasks/{kind}`: validates, charges and records the task, then queues it. */
 export function createTaskRoute(kind: TaskKind) {
   const docs = DOCS[kind];
   const { title, description } = TASK_KIND_CATALOG[kind];
-  const schema: z.ZodType<Record<string, unknown>> = createTaskSchemas[kind].meta({ id: docs.component });
+  const schema = kindRequestSchema(kind);
   return defineRoute({
     operationId: `create${docs.component.replace(/^Create/, '')}`,
     method: 'post',
@@ -99,7 +111,7 @@ export function createTaskRoute(kind: TaskKind) {
         headers: ['Location', 'Idempotent-Replayed', 'Preference-Applied'],
       },
     },
-    errors: ['INSUFFICIENT_CREDITS', 'IDEMPOTENCY_KEY_REUSED'],
+    errors: ['INSUFFICIENT_CREDITS', 'SPEND_LIMIT_REACHED', 'IDEMPOTENCY_KEY_REUSED'],
     invalidExamples: [...docs.invalidExamples, ...COMMON_INVALID],
     async handler({ body, headers, rawBody }, { deps, principal, req, res }) {
       const { config, taskCreator, enqueueTask, logger, metrics } = deps;
