@@ -1,5 +1,6 @@
 // API keys: a paid tab and a trial tab (keyboard-operable tabs). Create, show (reveal, audited),
-// copy, reissue and revoke. A new key's plaintext is shown once, with a "store it now" notice.
+// copy, reissue and revoke; set, change or remove a key's spend limit, and see what it has spent.
+// A new key's plaintext is shown once, with a "store it now" notice.
 import { act, api, badge, confirmedAction, copyText, el, fill, notify, startPage, table, time } from './common.js';
 
 const TYPES = ['paid', 'trial'];
@@ -73,6 +74,67 @@ function revealControl(key) {
   );
   holder.append(showButton);
   return holder;
+}
+
+// --- Spend limits: what the key spent in the limit's UTC period, and an inline form to change it. ---
+
+const PERIOD_WORDS = { day: 'today (UTC)', month: 'this month (UTC)' };
+
+function spendText(key) {
+  if (!key.spend_limit) return `${key.spent} spent this month (UTC), no limit`;
+  return `${key.spent} of ${key.spend_limit.credits} spent ${PERIOD_WORDS[key.spend_limit.period]}`;
+}
+
+/** The limit cell: the spend, and for an active key an "Edit limit" button that opens the form in place. */
+function spendControl(key) {
+  const holder = el('div', { class: 'spend', 'data-key-id': key.id });
+  const summary = el('span', { class: 'spend-summary', text: spendText(key) });
+  if (key.status !== 'active') {
+    holder.append(summary);
+    return holder;
+  }
+  const edit = el('button', { type: 'button', class: 'button secondary small', 'aria-label': `Edit spend limit of key ${key.key_prefix}` }, 'Edit limit');
+  edit.addEventListener('click', () => holder.replaceChildren(spendForm(key, () => holder.replaceChildren(summary, edit))));
+  holder.append(summary, edit);
+  return holder;
+}
+
+function spendForm(key, close) {
+  const id = `limit-${key.id}`;
+  const credits = el('input', { type: 'number', id: `${id}-credits`, name: 'credits', min: '1', max: '1000000000', step: '1', required: '', value: key.spend_limit ? String(key.spend_limit.credits) : '' });
+  const period = el(
+    'select',
+    { id: `${id}-period`, name: 'period' },
+    el('option', { value: 'day', text: 'per UTC day' }),
+    el('option', { value: 'month', text: 'per UTC month' }),
+  );
+  period.value = key.spend_limit?.period ?? 'day';
+  const save = el('button', { type: 'submit', class: 'button primary small' }, 'Save limit');
+  const form = el(
+    'form',
+    { class: 'form inline spend-form', 'aria-label': `Spend limit of key ${key.key_prefix}` },
+    el('div', { class: 'field' }, el('label', { for: credits.id, text: 'Credits' }), credits),
+    el('div', { class: 'field' }, el('label', { for: period.id, text: 'Period' }), period),
+    save,
+  );
+  const setLimit = (limit, button, message) =>
+    act(button, async () => {
+      await api(`/api/keys/${encodeURIComponent(key.id)}`, { method: 'PATCH', body: { spend_limit: limit } });
+      await load();
+      notify(message, 'success');
+    });
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    setLimit({ credits: Number(credits.value), period: period.value }, save, `Key ${key.key_prefix} may now spend ${credits.value} credits per ${period.value}.`);
+  });
+  if (key.spend_limit) {
+    const clear = el('button', { type: 'button', class: 'button danger small' }, 'Remove limit');
+    clear.addEventListener('click', () => setLimit(null, clear, `Key ${key.key_prefix} has no spend limit any more.`));
+    form.append(clear);
+  }
+  form.append(el('button', { type: 'button', class: 'button secondary small', onclick: close }, 'Cancel'));
+  queueMicrotask(() => credits.focus());
+  return form;
 }
 
 function actionButton(label, key, handler, tone = 'secondary') {
@@ -151,6 +213,7 @@ function keyTable(type, keys) {
     });
   }
   columns.push(
+    { label: 'Spend limit', render: spendControl },
     { label: 'Created', render: (k) => time(k.created_at) },
     { label: 'Last used', render: (k) => time(k.last_used_at) },
     { label: 'Actions', render: actions },
