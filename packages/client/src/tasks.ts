@@ -1,5 +1,5 @@
 import { TaskApiError, TaskApiTimeoutError, TaskWaitTimeoutError } from './errors';
-import type { CreateTaskInputs, Task, TaskKind, TaskList, TaskStatus } from './generated';
+import type { CreateTaskInputs, Task, TaskBatch, TaskKind, TaskList, TaskStatus } from './generated';
 import { sleep, type HttpClient } from './http';
 import { taskEvents, type EventsOptions } from './task-events';
 
@@ -87,6 +87,26 @@ export class Tasks {
       as: 'json',
     });
     return res.data;
+  }
+
+  /**
+   * `POST /api/tasks/{kind}/batch`: creates 1 to 100 tasks of one kind with one charge, all or
+   * none, and resolves with them in the order of `items`. Retried safely like `create`: every
+   * attempt carries the same `Idempotency-Key`. A refused batch created nothing: a `TaskApiError`
+   * whose `body.errors` name `tasks[i].field` (400), or a 402 (credits or the key's spend limit).
+   */
+  async createBatch<K extends TaskKind>(kind: K, items: ReadonlyArray<CreateTaskInputs[K]>, options: CreateOptions = {}): Promise<Array<TaskOf<K>>> {
+    const idempotencyKey = options.idempotencyKey ?? randomUuid();
+    const res = await this.http.request<TaskBatch>({
+      method: 'POST',
+      path: `/api/tasks/${encodeURIComponent(kind)}/batch`,
+      body: { tasks: items },
+      headers: { 'idempotency-key': idempotencyKey },
+      idempotent: true,
+      signal: options.signal,
+      as: 'json',
+    });
+    return res.data.data as Array<TaskOf<K>>;
   }
 
   /** `GET /api/tasks/{id}`: the task with its `result` and `files`. */

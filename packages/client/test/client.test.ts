@@ -32,6 +32,25 @@ describe('TaskApi over HTTP', () => {
     expect(req!.headers['user-agent']).toBe(`taskapi-client-js/0.0.0-dev (node ${process.versions.node})`);
   });
 
+  it('createBatch: one request with {"tasks":[…]} and a generated Idempotency-Key, kept by its retries; the tasks in order', async () => {
+    server.script(UNAVAILABLE, { status: 201, json: { data: [fakeTask(), { ...fakeTask(), public_id: 'task_second' }] } });
+    const tasks = await client().tasks.createBatch('image-generation', [{ prompt: 'a' }, { prompt: 'b', width: 64 }]);
+    expect(tasks.map((t) => t.public_id)).toEqual(['task_3kT9xQ2mLp7Vn4Rb8Yc1Zd', 'task_second']);
+    expect(server.seen.map((r) => r.url)).toEqual(['/api/tasks/image-generation/batch', '/api/tasks/image-generation/batch']);
+    expect(JSON.parse(server.seen[0]!.body)).toEqual({ tasks: [{ prompt: 'a' }, { prompt: 'b', width: 64 }] });
+    expect(server.seen[0]!.headers['idempotency-key']).toMatch(UUID);
+    expect(server.seen[1]!.headers['idempotency-key']).toBe(server.seen[0]!.headers['idempotency-key']);
+  });
+
+  it('createBatch: a batch larger than the rate limit can hold (429 without Retry-After) is thrown at once', async () => {
+    const body = { message: "This batch of 21 tasks is larger than this key's rate limit of 20 requests per minute can ever hold; send at most 20 tasks per batch.", limit: 20, window: 'minute' };
+    server.script({ status: 429, json: body });
+    const err = await client().tasks.createBatch('face-detection', Array.from({ length: 21 }, () => ({ image_url: 'https://img.example/a.jpg' }))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskApiError);
+    expect(err).toMatchObject({ status: 429, message: body.message, body });
+    expect(server.seen).toHaveLength(1);
+  });
+
   it('429 with Retry-After: waits that long, then retries with the same Idempotency-Key', async () => {
     server.script({ status: 429, headers: { 'retry-after': '1' }, json: { message: 'Rate limit exceeded.', limit: 20, window: 'minute', retry_after: 1 } }, { status: 201, json: fakeTask() });
     await client().tasks.create('image-generation', { prompt: 'x' });

@@ -1,5 +1,6 @@
 // Batch creation (docs/api.md, "Batch creation"): `POST /api/tasks/{kind}/batch`, all or nothing
 // for validation, credits, spend limits and rate limits, one charge in one transaction.
+import { TaskApi, TaskApiError } from '../../../packages/client/src';
 import { createKey, seedAccount, seedGrant, startApi, topUp, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
 const image = (i: number) => ({ prompt: `batch ${i}`, width: 64, height: 64 });
@@ -225,5 +226,20 @@ describe('batch creation', () => {
       await topUp(api, account, 10);
       expect((await api.req('POST', '/api/tasks/image-generation/batch', { headers, body })).status).toBe(201);
     });
+  });
+
+  it('the SDK: api.tasks.createBatch(kind, items) creates them in order; a bad item is a TaskApiError naming it', async () => {
+    const account = await seedAccount(api, { credits: 100 });
+    const key = await createKey(api, account, { type: 'paid' });
+    const sdk = new TaskApi({ apiKey: key.plaintext, baseUrl: api.url });
+    const tasks = await sdk.tasks.createBatch('face-detection', [{ image_url: 'https://img.example/1.jpg' }, { image_url: 'https://img.example/2.jpg', payload: { n: 2 } }]);
+    expect(tasks.map((t) => [t.kind, t.input, t.payload])).toEqual([
+      ['face-detection', { image_url: 'https://img.example/1.jpg' }, null],
+      ['face-detection', { image_url: 'https://img.example/2.jpg' }, { n: 2 }],
+    ]);
+    const err = await sdk.tasks.createBatch('image-generation', [{ prompt: 'ok' }, { prompt: 'x', width: 1 }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskApiError);
+    expect(err).toMatchObject({ status: 400, body: { errors: [{ field: 'tasks[1].width', message: 'tasks[1].width must be an integer from 64 to 1024' }] } });
+    expect(await taskCount(api, account)).toBe(2);
   });
 });
