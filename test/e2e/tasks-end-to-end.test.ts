@@ -154,6 +154,32 @@ describe('tasks end to end', () => {
     ]);
   });
 
+  it("a batch: each task runs as its own job with its own signed webhook; a task that fails gives its credits back to the key's spend", async () => {
+    const key = await createKey(system.api, account, { type: 'paid', spend_limit: { credits: 100, period: 'day' } });
+    const items = [0, 1, 2].map((i) => ({ prompt: `batch ${i}`, width: 64, height: 64, callback_url: receiver.url('/hooks'), payload: { i } }));
+    const res = await system.api.req('POST', '/api/tasks/image-generation/batch', { headers: withKey(key), body: { tasks: items } });
+    expect(res.status).toBe(201);
+    const ids = (res.body.data as Array<{ public_id: string }>).map((t) => t.public_id);
+    for (const [i, id] of ids.entries()) {
+      const hook = await webhookFor(id);
+      await expectSigned(hook);
+      expect(JSON.parse(hook.body.toString())).toEqual({ public_id: id, status: 20, error_code: null, payload: { i } });
+      expect((await waitForTask(system.api, key.plaintext, id)).files).toHaveLength(1);
+    }
+    for (const id of ids) expect(hooksOf(id)).toHaveLength(1);
+
+    const failing = await system.api.req('POST', '/api/tasks/face-detection/batch', {
+      headers: withKey(key),
+      body: { tasks: [{ image_url: receiver.url('/images/missing.png'), callback_url: receiver.url('/hooks') }] },
+    });
+    expect(failing.status).toBe(201);
+    const failedId = failing.body.data[0].public_id as string;
+    expect(JSON.parse((await webhookFor(failedId)).body.toString())).toMatchObject({ status: 30, error_code: 'image_fetch_failed' });
+    const listed = await system.api.req('GET', '/api/keys?type=paid', { headers: account.auth });
+    // 3 images of 2 credits; the failed face detection was charged 1 and refunded by the worker.
+    expect(listed.body.data.find((k: { id: string }) => k.id === key.id)).toMatchObject({ spend_limit: { credits: 100, period: 'day' }, spent: 6 });
+  });
+
   it('failure on a trial key: an undecodable image → invalid_input, the grant quota is refunded', async () => {
     const grantId = await seedGrant(system.api, account, 5);
     const trialKey = await createKey(system.api, account, { type: 'trial', grant_id: grantId });

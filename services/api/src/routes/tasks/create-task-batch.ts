@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { creationTraceParent, traceIdOf } from '@taskapi/telemetry';
 import { TASK_KIND_CATALOG, type TaskKind } from '@taskapi/task-kinds';
 import { requestFingerprint, type BatchItem, type IdempotencyRequest } from '../../domain/create-task';
-import { policyHeader, rateLimitHeader } from '../../domain/rate-limit';
+import { rateLimitHeader } from '../../domain/rate-limit';
 import { draftTask } from '../../domain/task-input';
 import { topLevelArrayElementTexts } from '../../domain/json-member-text';
 import { renderTask } from '../../domain/task-view';
@@ -98,7 +98,6 @@ export function createTaskBatchRoute(kind: TaskKind) {
       if (!ticket) throw new Error('API-key middleware did not count this request');
       const counted = await rateLimiter.consumeBatch(principal.accountId, principal.keyId, policy, ticket, items.length);
       if (counted.kind === 'revoked') throw new ApiError('INVALID_API_KEY');
-      res.setHeader('RateLimit-Policy', policyHeader(policy));
       if (counted.kind === 'limited') {
         const never = items.length > policy.perMinute ? 'minute' : items.length > policy.perDay ? 'day' : null;
         if (never) {
