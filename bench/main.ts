@@ -23,8 +23,10 @@
 //      the built-in engine in the worker's process, one at a time and under load.
 //  11. Tracing (tracing-figures.ts; runs after 3): the read with OTEL_SDK_DISABLED, with no endpoint
 //      (as shipped), exporting every span and exporting one trace in ten, interleaved rounds.
+//  12. Batch creation (batch-figures.ts; runs after 3): 100 image tasks by one batch request against
+//      100 single creations (one at a time, and 16 at a time), tasks/s, interleaved rounds.
 // It ends with one line per target: `target <name>: <measured> <comparison> <goal> met|MISSED`.
-// BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime (any subset) runs some only.
+// BENCH_ONLY=size,express,light,batch,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime (any subset) runs some only.
 // Services run as `npm run start:*` runs them: node on the built files (built first). The API
 // under test has a paid key with raised limits and a large balance. Figures are printed, never
 // asserted.
@@ -47,6 +49,7 @@ import { hotStatementPlans, middleTaskOf, seedTasks } from './large-database';
 import { lightWebhookLatency, pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
 import { ROOT, startApi, startProcess, stop } from './processes';
 import { tracingFigures } from './tracing-figures';
+import { batchFigures } from './batch-figures';
 import { nowMs, startBenchReceiver } from './receiver';
 import { measureStartup, measureWorkerStop, rssMb, type Service } from './runtime-figures';
 import { formatTarget, median, percentile, type Target } from './stats';
@@ -68,6 +71,7 @@ const DELIVERIES = num('BENCH_DELIVERIES', 2000, 1000);
 const FAIRNESS_TASKS = num('BENCH_FAIRNESS_TASKS', 600, 300);
 const FAIRNESS_BURST = num('BENCH_FAIRNESS_BURST', 60, 40);
 const FAIRNESS_ACCOUNTS = 100;
+const BATCH_SETS = num('BENCH_BATCH_SETS', 5, 3);
 const COG_LIGHT_TASKS = num('BENCH_COG_LIGHT_TASKS', 30, 15);
 const COG_LOAD_TASKS = num('BENCH_COG_LOAD_TASKS', 200, 100);
 const DISPATCHER_CONCURRENCY = Number(process.env.BENCH_DISPATCHER_CONCURRENCY ?? 20);
@@ -327,8 +331,8 @@ async function clusterFigures(env: NodeJS.ProcessEnv, ctx: PipelineContext, read
   }
 }
 
-/** Sections run (BENCH_ONLY=size,express,light,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime; default all). */
-const SECTIONS = ['size', 'express', 'light', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'cog', 'tracing', 'runtime'] as const;
+/** Sections run (BENCH_ONLY=size,express,light,batch,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime; default all). */
+const SECTIONS = ['size', 'express', 'light', 'batch', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'cog', 'tracing', 'runtime'] as const;
 const ONLY = new Set((process.env.BENCH_ONLY ?? SECTIONS.join(',')).split(',').map((x) => x.trim()));
 const runs = (section: (typeof SECTIONS)[number]) => ONLY.has(section);
 
@@ -506,6 +510,20 @@ async function main(): Promise<void> {
         { name: 'tracing-off-cost', measured: t.offCost, comparison: '<=', goal: 3, unit: '%', decimals: 1 },
         { name: 'tracing-on-cost', measured: t.onCost, comparison: '<=', goal: 20, unit: '%', decimals: 1 },
       );
+    }
+    // 12. Batch creation against single creations.
+    if (runs('batch')) {
+      const b = await batchFigures(base, main.key, ROUNDS, BATCH_SETS);
+      console.log(
+        `\n12. Creating 100 image tasks: one batch request vs. 100 single creations, ${BATCH_SETS} sets of 100 per round, median of ${ROUNDS} interleaved rounds ` +
+          '(single one at a time, single 16 at a time, batch), tasks/s:',
+      );
+      console.log(
+        `   single, one at a time ${b.singleSequential.toFixed(0)}; single, 16 at a time ${b.singleConcurrent.toFixed(0)}; batch of 100 ${b.batch.toFixed(0)} ` +
+          `(${(b.batch / b.singleSequential).toFixed(1)}x and ${(b.batch / b.singleConcurrent).toFixed(1)}x); one batch request p50 ${b.batchP50Ms.toFixed(1)} ms.`,
+      );
+      console.log(`   rounds (sequential / concurrent / batch): ${b.rounds.map((r) => `${r.singleSequential.toFixed(0)} / ${r.singleConcurrent.toFixed(0)} / ${r.batch.toFixed(0)}`).join(', ')}`);
+      console.log(`(${elapsed()})`);
     }
     if (hello) await stop(hello.child);
 
