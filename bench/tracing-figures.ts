@@ -1,6 +1,6 @@
 // Section `tracing` of `npm run bench` (docs/architecture.md, "Tracing"): what OpenTelemetry
-// costs on the authenticated read, `GET /api/tasks/{id}`. Four APIs on the same database and
-// Redis, one per mode, loaded in interleaved rounds:
+// costs on the authenticated read, `GET /api/tasks/{id}`, and on the pipeline. Four APIs on the
+// same database and Redis, one per mode, loaded in interleaved rounds:
 //   - `disabled`: OTEL_SDK_DISABLED=true, the SDK not started at all (the baseline);
 //   - `unset`: OTEL_EXPORTER_OTLP_ENDPOINT unset, as shipped: no SDK either, the task's trace
 //     context carried by hand at creation only (nothing on a read: the figure should be noise);
@@ -8,16 +8,31 @@
 //     answers 200 (it decodes nothing, so the figure is the API's own cost, not a collector's);
 //   - `sampled`: the same with OTEL_TRACES_SAMPLER_ARG=0.1 (one new trace in ten recorded),
 //     printed for the sampling decision in docs/performance.md, "Tracing (section 11)".
-// Costs are (baseline − mode) / baseline in % of req/s, each against the baseline of its round.
+// Then the pipeline (pipeline-figures.ts: image tasks created over HTTP → one worker → one
+// dispatcher → signed webhook received by the bench receiver) in the first three modes, the worker
+// and dispatcher started in the same mode as the API they take tasks from, in interleaved rounds
+// whose order turns (disabled, unset, exporting; unset, exporting, disabled; …).
+// Costs are (baseline − mode) / baseline in % of req/s or tasks/s, each against the baseline of
+// its round.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { freePort } from '@taskapi/testing';
+import { pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
 import { startApi, stop } from './processes';
 import { median } from './stats';
 
 export const TRACING_MODES = ['disabled', 'unset', 'exporting', 'sampled'] as const;
 export type TracingMode = (typeof TRACING_MODES)[number];
+/** The pipeline's modes (the sampled one is the read's only). */
+export const PIPELINE_TRACING_MODES = ['disabled', 'unset', 'exporting'] as const;
+export type PipelineTracingMode = (typeof PIPELINE_TRACING_MODES)[number];
+/** Services named in the exports the sink took (`other`: a batch whose resource it did not recognise). */
+export type ExportingService = 'api' | 'worker' | 'webhook-dispatcher' | 'other';
+
+/** Worker and dispatcher processes of a pipeline round (section 5's smallest configuration). */
+const PIPELINE_WORKERS = 1;
+const PIPELINE_DISPATCHERS = 1;
 
 export interface TracingFigures {
   /** Median req/s per mode. */
@@ -27,20 +42,56 @@ export interface TracingFigures {
   onCost: number;
   /** The same for `sampled`. */
   sampledCost: number;
-  /** Export requests the receiver took (the exporting mode did export). */
+  /** Export requests the receiver took during the read's rounds (the exporting mode did export). */
   exports: number;
+  pipeline?: PipelineTracingFigures | undefined;
 }
 
-/** Loads `url` for one run and returns req/s (the bench's autocannon run). */
-export type Load = (name: string, url: string) => Promise<number>;
+export interface PipelineTracingFigures {
+  tasks: number;
+  workers: number;
+  dispatchers: number;
+  /** Median tasks/s per mode (first creation sent → last webhook received). */
+  tasksPerSecond: Record<PipelineTracingMode, number>;
+  /** Median over rounds of the mode's cost against `disabled`, in % of tasks/s. */
+  offCost: number;
+  onCost: number;
+  /** Each round's tasks/s per mode, in the order the rounds ran. */
+  rounds: Array<Record<PipelineTracingMode, number>>;
+  /** Median CPU ms per task of the API, the worker and the dispatcher, per mode. */
+  cpuPerTask: Record<PipelineTracingMode, PipelineRun['cpuPerTask']>;
+  /** Export requests the receiver took during the pipeline's rounds, by the service that sent them. */
+  exports: Record<ExportingService, number>;
+}
 
-/** An OTLP/HTTP endpoint that takes every export and answers 200 at once. */
-async function startSink(): Promise<{ url: string; requests: () => number; close(): Promise<void> }> {
+/**
+ * `service.name` in the first bytes of an export, protobuf or JSON: the resource comes first in
+ * either, its attribute's value within a few bytes of its key.
+ */
+const SERVICE_NAME = /service\.name[\s\S]{0,40}?(webhook-dispatcher|worker|api)/;
+
+/** The service whose export begins with `head` (the first chunk of its body). */
+export function exportingService(head: Buffer): ExportingService {
+  const m = SERVICE_NAME.exec(head.subarray(0, 512).toString('latin1'));
+  return (m?.[1] as ExportingService | undefined) ?? 'other';
+}
+
+/**
+ * An OTLP/HTTP endpoint that takes every export and answers 200 at once. It decodes nothing,
+ * so that its own CPU (on the same cores) stays small; it only reads the service's name from the
+ * first chunk of each export, to count them by service.
+ */
+async function startSink(): Promise<{ url: string; requests: () => number; byService: () => Record<ExportingService, number>; close(): Promise<void> }> {
   let requests = 0;
+  const byService: Record<ExportingService, number> = { api: 0, worker: 0, 'webhook-dispatcher': 0, other: 0 };
   const server = http.createServer((req, res) => {
-    req.resume();
+    let service: ExportingService | undefined;
+    req.on('data', (chunk: Buffer) => {
+      service ??= exportingService(chunk);
+    });
     req.on('end', () => {
       requests++;
+      byService[service ?? 'other']++;
       res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
     });
   });
@@ -48,6 +99,7 @@ async function startSink(): Promise<{ url: string; requests: () => number; close
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests: () => requests,
+    byService: () => ({ ...byService }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -56,23 +108,37 @@ async function startSink(): Promise<{ url: string; requests: () => number; close
   };
 }
 
-/**
- * @param env the API's environment (database, Redis, limits); PORT and the OTEL_* variables are set here
- * @param readPath `/api/tasks/<id>` of a task the key may read
- */
-export async function tracingFigures(env: NodeJS.ProcessEnv, readPath: string, key: string, rounds: number, load: (name: string, url: string, headers: Record<string, string>) => Promise<number>): Promise<TracingFigures> {
+/** The `OTEL_*` settings of a mode, for the API and, in the pipeline, its worker and dispatcher. */
+function otelEnv(mode: TracingMode, sinkUrl: string): NodeJS.ProcessEnv {
+  if (mode === 'disabled') return { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: '' };
+  if (mode === 'unset') return { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: '' };
+  return { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl, OTEL_TRACES_SAMPLER_ARG: mode === 'sampled' ? '0.1' : '1' };
+}
+
+export interface TracingOptions {
+  /** The API's environment (database, Redis, limits); PORT and the OTEL_* variables are set here. */
+  env: NodeJS.ProcessEnv;
+  /** `/api/tasks/<id>` of a task the key may read. */
+  readPath: string;
+  key: string;
+  rounds: number;
+  /** Loads `url` for one run and returns req/s (the bench's autocannon run). */
+  load: (name: string, url: string, headers: Record<string, string>) => Promise<number>;
+  /**
+   * The pipeline's context (its `base`, `apiPid` and the OTEL_* variables of `env` are replaced by
+   * each mode's) and the tasks of each round; undefined = the read only.
+   */
+  pipeline?: { ctx: PipelineContext; tasks: number } | undefined;
+}
+
+export async function tracingFigures(opts: TracingOptions): Promise<TracingFigures> {
+  const { env, readPath, key, rounds, load } = opts;
   const sink = await startSink();
   const apis: Partial<Record<TracingMode, { child: ChildProcess; base: string }>> = {};
   try {
     for (const mode of TRACING_MODES) {
       const port = await freePort();
-      const otel: NodeJS.ProcessEnv =
-        mode === 'disabled'
-          ? { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: '' }
-          : mode === 'unset'
-            ? { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: '' }
-            : { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER_ARG: mode === 'sampled' ? '0.1' : '1' };
-      const child = await startApi({ ...env, ...otel, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
+      const child = await startApi({ ...env, ...otelEnv(mode, sink.url), PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
       apis[mode] = { child, base: `http://127.0.0.1:${port}` };
     }
     const headers = { 'x-api-key': key };
@@ -95,12 +161,57 @@ export async function tracingFigures(env: NodeJS.ProcessEnv, readPath: string, k
       off.push((100 * (base - unset)) / base);
       on.push((100 * (base - exporting)) / base);
     }
+    const exports = sink.requests();
+    let pipeline: PipelineTracingFigures | undefined;
+    if (opts.pipeline) {
+      const { ctx, tasks } = opts.pipeline;
+      const run = (mode: PipelineTracingMode, n: number) =>
+        pipelineRun(
+          { ...ctx, base: apis[mode]!.base, apiPid: apis[mode]!.child.pid!, env: { ...ctx.env, ...otelEnv(mode, sink.url) } },
+          { workers: PIPELINE_WORKERS, dispatchers: PIPELINE_DISPATCHERS, tasks: n },
+        );
+      // The APIs have served reads only: a short run each first, so no round pays for warming up creation.
+      for (const mode of PIPELINE_TRACING_MODES) await run(mode, Math.min(tasks, 100));
+      const exportsBefore = sink.byService();
+      const perRound: Array<Record<PipelineTracingMode, PipelineRun>> = [];
+      for (let r = 0; r < rounds; r++) {
+        const order = PIPELINE_TRACING_MODES.map((_, i) => PIPELINE_TRACING_MODES[(r + i) % PIPELINE_TRACING_MODES.length]!);
+        const round: Partial<Record<PipelineTracingMode, PipelineRun>> = {};
+        for (const mode of order) round[mode] = await run(mode, tasks);
+        perRound.push(round as Record<PipelineTracingMode, PipelineRun>);
+      }
+      const tps = (mode: PipelineTracingMode) => perRound.map((round) => round[mode].tasksPerSecond);
+      const cost = (mode: PipelineTracingMode) => median(perRound.map((round) => (100 * (round.disabled.tasksPerSecond - round[mode].tasksPerSecond)) / round.disabled.tasksPerSecond));
+      const cpu = (mode: PipelineTracingMode) => ({
+        api: median(perRound.map((round) => round[mode].cpuPerTask.api)),
+        workers: median(perRound.map((round) => round[mode].cpuPerTask.workers)),
+        dispatchers: median(perRound.map((round) => round[mode].cpuPerTask.dispatchers)),
+      });
+      const exportsAfter = sink.byService();
+      pipeline = {
+        tasks,
+        workers: PIPELINE_WORKERS,
+        dispatchers: PIPELINE_DISPATCHERS,
+        tasksPerSecond: { disabled: median(tps('disabled')), unset: median(tps('unset')), exporting: median(tps('exporting')) },
+        offCost: cost('unset'),
+        onCost: cost('exporting'),
+        rounds: perRound.map((round) => ({ disabled: round.disabled.tasksPerSecond, unset: round.unset.tasksPerSecond, exporting: round.exporting.tasksPerSecond })),
+        cpuPerTask: { disabled: cpu('disabled'), unset: cpu('unset'), exporting: cpu('exporting') },
+        exports: {
+          api: exportsAfter.api - exportsBefore.api,
+          worker: exportsAfter.worker - exportsBefore.worker,
+          'webhook-dispatcher': exportsAfter['webhook-dispatcher'] - exportsBefore['webhook-dispatcher'],
+          other: exportsAfter.other - exportsBefore.other,
+        },
+      };
+    }
     return {
       rps: { disabled: median(rps.disabled), unset: median(rps.unset), exporting: median(rps.exporting), sampled: median(rps.sampled) },
       offCost: median(off),
       onCost: median(on),
       sampledCost: median(sampled),
-      exports: sink.requests(),
+      exports,
+      pipeline,
     };
   } finally {
     for (const api of Object.values(apis)) if (api) await stop(api.child);
