@@ -1,6 +1,6 @@
 // Tracing end to end: the API, the worker and the dispatcher run from dist/ as their own processes
 // (the instrumentations patch modules as they are required, which jest's module loader bypasses)
-// and export to a collector in this test (OTLP/HTTP, protobuf). One trace per task, from the
+// and export to a collector in this test (OTLP/HTTP, JSON as shipped; protobuf in one test). One trace per task, from the
 // creation request to each webhook attempt, through retries and a worker killed mid-task.
 import { predictionId } from '@taskapi/domain';
 import {
@@ -217,6 +217,23 @@ describe('a task traced end to end', () => {
     const cancelled = await fetch(`${apiUrl}/api/tasks/${publicId}/cancel`, { method: 'POST', headers: withKey(key) });
     expect(cancelled.status).toBe(200);
   });
+
+  it('spans go as JSON by default, as protobuf with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf', async () => {
+    const port = await freePort();
+    const proto = await startChild(
+      'api',
+      { ...serviceEnv, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' },
+      'api listening',
+      'node',
+    );
+    children.push(proto);
+    const serverSpansOf = (pid: number | undefined) => collector.spans.filter((s) => s.resource['process.pid'] === pid && s.kind === KIND.server);
+    for (const base of [apiUrl, `http://127.0.0.1:${port}`]) expect((await fetch(`${base}/api/tasks/task_doesnotexist`, { headers: withKey(key) })).status).toBe(404);
+    await waitFor(() => serverSpansOf(proto.child.pid).length > 0 && serverSpansOf(api.child.pid).length > 0, { what: 'a server span from each API' });
+    expect(new Set(serverSpansOf(proto.child.pid).map((s) => s.encoding))).toEqual(new Set(['protobuf']));
+    expect(new Set(serverSpansOf(api.child.pid).map((s) => s.encoding))).toEqual(new Set(['json']));
+    await proto.stop();
+  }, 60_000);
 
   it('an unreachable collector: requests are answered as usual, dropped spans are counted and logged once', async () => {
     const closedPort = await freePort();

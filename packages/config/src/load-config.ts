@@ -25,6 +25,14 @@ const telemetrySettings = {
   sdkDisabled: variable('OTEL_SDK_DISABLED', flag().default(false)),
   /** OTLP/HTTP base URL of a collector (`/v1/traces` is appended); unset = nothing is exported. */
   endpoint: variable('OTEL_EXPORTER_OTLP_ENDPOINT', httpUrl('must be an http(s) URL').transform(withoutTrailingSlash).optional()),
+  /**
+   * Encoding of the exports: `http/json` (the default here: the cheaper one to encode in Node,
+   * docs/performance.md "Tracing (section 11)") or `http/protobuf` (the specification's default).
+   */
+  protocol: variable(
+    'OTEL_EXPORTER_OTLP_PROTOCOL',
+    z.enum(['http/json', 'http/protobuf'], named('must be http/json or http/protobuf (grpc is not supported)')).default('http/json'),
+  ),
   /** `name=value,...` sent with every export (a collector's API key): a secret, never logged. */
   headers: variable(
     'OTEL_EXPORTER_OTLP_HEADERS',

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, loadDatabaseUrl } from '../src';
+import { loadConfig, loadDatabaseUrl, loadTelemetryConfig } from '../src';
 
 // NODE_ENV=test: development would create or read the development secrets file in the working
 // directory; tests of that pass NODE_ENV=development with a file of their own.
@@ -25,6 +25,12 @@ describe('configuration', () => {
     expect(c.cogWebhookBaseUrl).toBe(c.publicBaseUrl);
     expect(c.cogBusyRetryMs).toBe(2_000);
     expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('OTLP exports: JSON unless OTEL_EXPORTER_OTLP_PROTOCOL says protobuf; grpc is refused', () => {
+    expect(loadTelemetryConfig({}).protocol).toBe('http/json');
+    expect(loadTelemetryConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }).protocol).toBe('http/protobuf');
+    expect(() => loadTelemetryConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL must be http\/json or http\/protobuf \(grpc is not supported\)/);
   });
 
   it('engines and workers per kind', () => {

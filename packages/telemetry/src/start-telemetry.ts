@@ -1,6 +1,7 @@
 import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
@@ -22,6 +23,8 @@ import type { Span } from '@opentelemetry/sdk-trace';
 export interface TelemetrySettings {
   sdkDisabled: boolean;
   endpoint?: string | undefined;
+  /** OTLP/HTTP encoding of the exports; default `http/json`. */
+  protocol?: 'http/json' | 'http/protobuf' | undefined;
   headers?: Readonly<Record<string, string>> | undefined;
   serviceName?: string | undefined;
   samplerRatio: number;
@@ -143,8 +146,9 @@ const diagToStderr: DiagLogger = {
  * - no `OTEL_EXPORTER_OTLP_ENDPOINT` (the default): nothing is started either; the task's trace
  *   context is carried by hand (`trace-context.ts`: stored at creation, logged by the worker, sent
  *   on each webhook attempt), which costs nothing on any other request.
- * - an endpoint: the SDK with its instrumentations, spans exported over OTLP/HTTP (protobuf) to
- *   `<endpoint>/v1/traces`, `MAX_QUEUED_SPANS` at most waiting.
+ * - an endpoint: the SDK with its instrumentations, spans exported over OTLP/HTTP (JSON, or
+ *   protobuf with `OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`) to `<endpoint>/v1/traces`,
+ *   `MAX_QUEUED_SPANS` at most waiting.
  */
 export function startTelemetry(defaultServiceName: string, settings: TelemetrySettings): TelemetryMode {
   if (state.mode !== 'disabled' || settings.sdkDisabled) return state.mode;
@@ -154,11 +158,14 @@ export function startTelemetry(defaultServiceName: string, settings: TelemetrySe
     return state.mode;
   }
   diag.setLogger(diagToStderr, DiagLogLevel.WARN);
+  // JSON by default: exporting as JSON cost the API less than protobuf in every interleaved bench
+  // run (docs/performance.md, "Tracing (section 11)"), for bodies about 2.4 times larger.
+  const Exporter = settings.protocol === 'http/protobuf' ? ProtobufTraceExporter : JsonTraceExporter;
   const sdk = new NodeSDK({
     resource: resourceFromAttributes({ 'service.name': state.service, 'process.pid': process.pid }),
     autoDetectResources: false,
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.samplerRatio) }),
-    spanProcessors: [new BoundedExport(new OTLPTraceExporter({ url: `${settings.endpoint}/v1/traces`, headers: { ...settings.headers }, timeoutMillis: 10_000 }))],
+    spanProcessors: [new BoundedExport(new Exporter({ url: `${settings.endpoint}/v1/traces`, headers: { ...settings.headers }, timeoutMillis: 10_000 }))],
     instrumentations: [
       // No Express instrumentation: the route table names the server span and sets http.route
       // (nameServerSpan), and a span per middleware was a large part of the cost of a read.

@@ -48,5 +48,5 @@ export type {
   SpawnCogServerOptions,
   SpawnedCogServer,
 } from './cog-server';
-export { decodeExportTraceServiceRequest, startOtlpReceiver } from './otlp-receiver';
+export { decodeExportTraceServiceRequest, decodeJsonExportTraceServiceRequest, startOtlpReceiver } from './otlp-receiver';
 export type { OtlpReceiver, ReceivedLink, ReceivedSpan } from './otlp-receiver';

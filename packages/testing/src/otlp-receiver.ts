@@ -28,6 +28,8 @@ export interface ReceivedSpan {
   links: ReceivedLink[];
   /** OTLP's StatusCode: 0 unset, 1 ok, 2 error. */
   statusCode: number;
+  /** How the export carrying it was encoded (`OTEL_EXPORTER_OTLP_PROTOCOL`). */
+  encoding: 'protobuf' | 'json';
 }
 
 export interface OtlpReceiver {
@@ -44,9 +46,9 @@ export interface OtlpReceiver {
 }
 
 /**
- * A collector for tests: an HTTP server taking OTLP/HTTP exports (`POST /v1/traces`, protobuf
- * `ExportTraceServiceRequest`, gzip or not) and keeping their spans. Answers 200 with an empty
- * `ExportTraceServiceResponse`; anything else is 404.
+ * A collector for tests: an HTTP server taking OTLP/HTTP exports (`POST /v1/traces`, an
+ * `ExportTraceServiceRequest` in protobuf or JSON, gzip or not) and keeping their spans. Answers
+ * 200 with an empty `ExportTraceServiceResponse`; anything else is 404.
  */
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
@@ -63,9 +65,17 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       try {
         let body = Buffer.concat(chunks);
         if (req.headers['content-encoding'] === 'gzip') body = zlib.gunzipSync(body);
-        if (!String(req.headers['content-type']).startsWith('application/x-protobuf')) throw new Error(`unexpected content-type ${req.headers['content-type']}`);
-        spans.push(...decodeExportTraceServiceRequest(body));
-        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+        // OTLP/HTTP servers take both encodings and answer in the request's.
+        const type = String(req.headers['content-type']);
+        if (type.startsWith('application/x-protobuf')) {
+          spans.push(...decodeExportTraceServiceRequest(body));
+          res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+        } else if (type.startsWith('application/json')) {
+          spans.push(...decodeJsonExportTraceServiceRequest(body));
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        } else {
+          throw new Error(`unexpected content-type ${type}`);
+        }
       } catch (err) {
         res.writeHead(400, { 'content-type': 'text/plain' }).end((err as Error).message);
       }
@@ -181,6 +191,7 @@ function decodeSpan(buf: Buffer, resource: Record<string, string | number | bool
     attributes: {},
     links: [],
     statusCode: 0,
+    encoding: 'protobuf',
   };
   for (const f of fields(buf)) {
     switch (f.no) {
@@ -230,6 +241,77 @@ export function decodeExportTraceServiceRequest(buf: Buffer): ReceivedSpan[] {
         if (f.no === 2) spanBufs.push(f.bytes);
       }
       for (const b of spanBufs) out.push(decodeSpan(b, resource, scope));
+    }
+  }
+  return out;
+}
+
+// OTLP/JSON (the protobuf messages in JSON with lowerCamelCase names; ids in hex, enums as
+// numbers, 64-bit integers as strings or numbers), as far as the tests need it.
+
+interface JsonKeyValue {
+  key: string;
+  value?: { stringValue?: string; boolValue?: boolean; intValue?: string | number; doubleValue?: number } | undefined;
+}
+
+interface JsonSpan {
+  traceId?: string;
+  spanId?: string;
+  parentSpanId?: string;
+  name?: string;
+  kind?: number;
+  startTimeUnixNano?: string | number;
+  endTimeUnixNano?: string | number;
+  attributes?: JsonKeyValue[];
+  links?: Array<{ traceId?: string; spanId?: string }>;
+  status?: { code?: number };
+}
+
+interface JsonExportTraceServiceRequest {
+  resourceSpans?: Array<{
+    resource?: { attributes?: JsonKeyValue[] };
+    scopeSpans?: Array<{ scope?: { name?: string }; spans?: JsonSpan[] }>;
+  }>;
+}
+
+function jsonAttributes(list: JsonKeyValue[] | undefined): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
+  for (const { key, value } of list ?? []) {
+    if (value?.stringValue !== undefined) out[key] = value.stringValue;
+    else if (value?.boolValue !== undefined) out[key] = value.boolValue;
+    else if (value?.intValue !== undefined) out[key] = Number(value.intValue);
+    else if (value?.doubleValue !== undefined) out[key] = value.doubleValue;
+    else out[key] = '<other>'; // arrays, key-value lists and bytes: not needed by the tests
+  }
+  return out;
+}
+
+/** The spans of an OTLP `ExportTraceServiceRequest` in JSON. */
+export function decodeJsonExportTraceServiceRequest(buf: Buffer): ReceivedSpan[] {
+  const request = JSON.parse(buf.toString('utf8')) as JsonExportTraceServiceRequest;
+  const out: ReceivedSpan[] = [];
+  for (const resourceSpans of request.resourceSpans ?? []) {
+    const resource = jsonAttributes(resourceSpans.resource?.attributes);
+    for (const scopeSpans of resourceSpans.scopeSpans ?? []) {
+      const scope = scopeSpans.scope?.name ?? '';
+      for (const span of scopeSpans.spans ?? []) {
+        out.push({
+          service: String(resource['service.name'] ?? ''),
+          resource,
+          scope,
+          traceId: (span.traceId ?? '').toLowerCase(),
+          spanId: (span.spanId ?? '').toLowerCase(),
+          parentSpanId: (span.parentSpanId ?? '').toLowerCase(),
+          name: span.name ?? '',
+          kind: span.kind ?? 0,
+          startNs: BigInt(span.startTimeUnixNano ?? 0),
+          endNs: BigInt(span.endTimeUnixNano ?? 0),
+          attributes: jsonAttributes(span.attributes),
+          links: (span.links ?? []).map((l) => ({ traceId: (l.traceId ?? '').toLowerCase(), spanId: (l.spanId ?? '').toLowerCase() })),
+          statusCode: span.status?.code ?? 0,
+          encoding: 'json',
+        });
+      }
     }
   }
   return out;

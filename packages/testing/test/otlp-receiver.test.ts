@@ -1,8 +1,8 @@
-// The test collector against the serializer of the exporter the services use (OTLP/HTTP,
-// protobuf). (The exporter itself loads its transport with a dynamic import, which jest refuses;
+// The test collector against the serializers of the exporters the services use (OTLP/HTTP, JSON
+// by default, protobuf with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf). (The exporter itself loads its transport with a dynamic import, which jest refuses;
 // the e2e tracing test covers it in the built services.)
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { startOtlpReceiver, type OtlpReceiver } from '../src';
@@ -12,7 +12,10 @@ describe('the OTLP receiver', () => {
   beforeAll(async () => (receiver = await startOtlpReceiver()));
   afterAll(() => receiver.close());
 
-  it('decodes spans, parents, links, attributes and status from the protobuf exporter', async () => {
+  it.each([
+    ['protobuf', 'application/x-protobuf', ProtobufTraceSerializer],
+    ['json', 'application/json', JsonTraceSerializer],
+  ] as const)('decodes spans, parents, links, attributes and status from the %s exporter', async (encoding, contentType, serializer) => {
     const memory = new InMemorySpanExporter();
     const provider = new TracerProvider({
       resource: resourceFromAttributes({ 'service.name': 'probe' }),
@@ -29,8 +32,8 @@ describe('the OTLP receiver', () => {
     await provider.forceFlush();
     const res = await fetch(`${receiver.url}/v1/traces`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-protobuf' },
-      body: ProtobufTraceSerializer.serializeRequest(memory.getFinishedSpans())!,
+      headers: { 'content-type': contentType },
+      body: serializer.serializeRequest(memory.getFinishedSpans())!,
     });
     expect(res.status).toBe(200);
     await provider.shutdown();
@@ -45,6 +48,7 @@ describe('the OTLP receiver', () => {
       parentSpanId: '',
       kind: 2,
       attributes: { 'http.route': '/x', n: 42, ok: true, ratio: 0.5 },
+      encoding,
     });
     expect(byName.child).toMatchObject({
       parentSpanId: root.spanContext().spanId,
