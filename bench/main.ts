@@ -22,8 +22,9 @@
 //  10. Model server (cog-figures.ts; runs after 7): image tasks run on a Cog model server against
 //      the built-in engine in the worker's process, one at a time and under load.
 //  11. Tracing (tracing-figures.ts; runs after 3, before 4): the read with OTEL_SDK_DISABLED, with no
-//      endpoint (as shipped), exporting every span and exporting one trace in ten, interleaved rounds;
-//      then the pipeline (creation → worker → dispatcher → webhook) in the first three modes.
+//      endpoint (as shipped), exporting every span (as JSON, and as protobuf) and exporting one trace
+//      in ten, interleaved rounds; then the pipeline (creation → worker → dispatcher → webhook)
+//      disabled, unset and exporting.
 //  12. Batch creation (batch-figures.ts; runs after 3): 100 image tasks by one batch request against
 //      100 single creations (one at a time, and 16 at a time), tasks/s, interleaved rounds.
 // It ends with one line per target: `target <name>: <measured> <comparison> <goal> met|MISSED`.
@@ -542,8 +543,15 @@ async function main(): Promise<void> {
         load: async (name, url, h) => (await load(name, { url, headers: h })).rps,
         pipeline: { ctx, tasks: PIPELINE_TASKS },
       });
-      console.log(`\n11. Tracing: GET /api/tasks/{id}, ${CONNECTIONS} connections, median of ${ROUNDS} interleaved rounds (disabled, unset, exporting, exporting 10 % sampled), req/s:`);
-      console.log(`   OTEL_SDK_DISABLED=true ${t.rps.disabled.toFixed(0)}; endpoint unset ${t.rps.unset.toFixed(0)} (cost ${t.offCost.toFixed(1)} %); exporting to a local receiver ${t.rps.exporting.toFixed(0)} (cost ${t.onCost.toFixed(1)} %, ${t.exports} export requests); OTEL_TRACES_SAMPLER_ARG=0.1 ${t.rps.sampled.toFixed(0)} (cost ${t.sampledCost.toFixed(1)} %).`);
+      console.log(
+        `\n11. Tracing: GET /api/tasks/{id}, ${CONNECTIONS} connections, median of ${ROUNDS} interleaved rounds, order turning ` +
+          '(disabled, unset, exporting as JSON, exporting as protobuf, exporting 10 % sampled), req/s:',
+      );
+      console.log(
+        `   OTEL_SDK_DISABLED=true ${t.rps.disabled.toFixed(0)}; endpoint unset ${t.rps.unset.toFixed(0)} (cost ${t.offCost.toFixed(1)} %); ` +
+          `exporting to a local receiver ${t.rps.exporting.toFixed(0)} (cost ${t.onCost.toFixed(1)} %); the same as protobuf ${t.rps.protobuf.toFixed(0)} (cost ${t.protobufCost.toFixed(1)} %); ` +
+          `OTEL_TRACES_SAMPLER_ARG=0.1 ${t.rps.sampled.toFixed(0)} (cost ${t.sampledCost.toFixed(1)} %); ${t.exports} export requests.`,
+      );
       const p = t.pipeline!;
       console.log(
         `   Pipeline: ${p.tasks} image tasks (64x64) per round from 16 concurrent clients → ${p.workers} worker (concurrency 4) → ${p.dispatchers} dispatcher → webhook received, ` +

@@ -1,17 +1,21 @@
 // Section `tracing` of `npm run bench` (docs/architecture.md, "Tracing"): what OpenTelemetry
-// costs on the authenticated read, `GET /api/tasks/{id}`, and on the pipeline. Four APIs on the
-// same database and Redis, one per mode, loaded in interleaved rounds:
+// costs on the authenticated read, `GET /api/tasks/{id}`, and on the pipeline. Five APIs on the
+// same database and Redis, one per mode, loaded in interleaved rounds whose order turns (disabled,
+// unset, …, sampled; unset, …, sampled, disabled; …):
 //   - `disabled`: OTEL_SDK_DISABLED=true, the SDK not started at all (the baseline);
 //   - `unset`: OTEL_EXPORTER_OTLP_ENDPOINT unset, as shipped: no SDK either, the task's trace
 //     context carried by hand at creation only (nothing on a read: the figure should be noise);
 //   - `exporting`: every span exported to a local OTLP receiver that drains each request and
-//     answers 200 (it decodes nothing, so the figure is the API's own cost, not a collector's);
+//     answers 200 (it decodes nothing, so the figure is the API's own cost, not a collector's),
+//     as OTLP/JSON as shipped;
+//   - `protobuf`: the same with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, the encoding the
+//     default was chosen against (docs/performance.md, "Tracing (section 11)");
 //   - `sampled`: the same with OTEL_TRACES_SAMPLER_ARG=0.1 (one new trace in ten recorded),
 //     printed for the sampling decision in docs/performance.md, "Tracing (section 11)".
 // Then the pipeline (pipeline-figures.ts: image tasks created over HTTP → one worker → one
 // dispatcher → signed webhook received by the bench receiver) in the first three modes, the worker
 // and dispatcher started in the same mode as the API they take tasks from, in interleaved rounds
-// whose order turns (disabled, unset, exporting; unset, exporting, disabled; …).
+// whose order turns the same way.
 // Costs are (baseline − mode) / baseline in % of req/s or tasks/s, each against the baseline of
 // its round.
 import http from 'node:http';
@@ -22,7 +26,7 @@ import { pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-
 import { startApi, stop } from './processes';
 import { median } from './stats';
 
-export const TRACING_MODES = ['disabled', 'unset', 'exporting', 'sampled'] as const;
+export const TRACING_MODES = ['disabled', 'unset', 'exporting', 'protobuf', 'sampled'] as const;
 export type TracingMode = (typeof TRACING_MODES)[number];
 /** The pipeline's modes (the sampled one is the read's only). */
 export const PIPELINE_TRACING_MODES = ['disabled', 'unset', 'exporting'] as const;
@@ -40,7 +44,8 @@ export interface TracingFigures {
   /** Median over rounds of the mode's cost against `disabled`, in %. */
   offCost: number;
   onCost: number;
-  /** The same for `sampled`. */
+  /** The same for `protobuf` and `sampled`. */
+  protobufCost: number;
   sampledCost: number;
   /** Export requests the receiver took during the read's rounds (the exporting mode did export). */
   exports: number;
@@ -92,7 +97,7 @@ async function startSink(): Promise<{ url: string; requests: () => number; bySer
     req.on('end', () => {
       requests++;
       byService[service ?? 'other']++;
-      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/x-protobuf' }).end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -108,11 +113,21 @@ async function startSink(): Promise<{ url: string; requests: () => number; bySer
   };
 }
 
+/** Round `r`'s order: the modes turned by `r`, so that each is measured in each place in turn. */
+function turned<T>(modes: readonly T[], r: number): T[] {
+  return modes.map((_, i) => modes[(r + i) % modes.length]!);
+}
+
 /** The `OTEL_*` settings of a mode, for the API and, in the pipeline, its worker and dispatcher. */
 function otelEnv(mode: TracingMode, sinkUrl: string): NodeJS.ProcessEnv {
   if (mode === 'disabled') return { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: '' };
   if (mode === 'unset') return { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: '' };
-  return { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl, OTEL_TRACES_SAMPLER_ARG: mode === 'sampled' ? '0.1' : '1' };
+  return {
+    OTEL_SDK_DISABLED: 'false',
+    OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl,
+    OTEL_EXPORTER_OTLP_PROTOCOL: mode === 'protobuf' ? 'http/protobuf' : '',
+    OTEL_TRACES_SAMPLER_ARG: mode === 'sampled' ? '0.1' : '1',
+  };
 }
 
 export interface TracingOptions {
@@ -144,22 +159,15 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
     const headers = { 'x-api-key': key };
     const url = (mode: TracingMode) => `${apis[mode]!.base}${readPath}`;
     for (const mode of TRACING_MODES) await load(`warm-up ${mode}`, url(mode), headers);
-    const rps: Record<TracingMode, number[]> = { disabled: [], unset: [], exporting: [], sampled: [] };
-    const off: number[] = [];
-    const on: number[] = [];
-    const sampled: number[] = [];
+    const rps: Record<TracingMode, number[]> = { disabled: [], unset: [], exporting: [], protobuf: [], sampled: [] };
+    const costs: Record<TracingMode, number[]> = { disabled: [], unset: [], exporting: [], protobuf: [], sampled: [] };
     for (let r = 0; r < rounds; r++) {
-      const base = await load(`disabled, round ${r + 1}`, url('disabled'), headers);
-      const unset = await load(`unset, round ${r + 1}`, url('unset'), headers);
-      const exporting = await load(`exporting, round ${r + 1}`, url('exporting'), headers);
-      const tenth = await load(`sampled, round ${r + 1}`, url('sampled'), headers);
-      rps.sampled.push(tenth);
-      sampled.push((100 * (base - tenth)) / base);
-      rps.disabled.push(base);
-      rps.unset.push(unset);
-      rps.exporting.push(exporting);
-      off.push((100 * (base - unset)) / base);
-      on.push((100 * (base - exporting)) / base);
+      const round: Partial<Record<TracingMode, number>> = {};
+      for (const mode of turned(TRACING_MODES, r)) round[mode] = await load(`${mode}, round ${r + 1}`, url(mode), headers);
+      for (const mode of TRACING_MODES) {
+        rps[mode].push(round[mode]!);
+        costs[mode].push((100 * (round.disabled! - round[mode]!)) / round.disabled!);
+      }
     }
     const exports = sink.requests();
     let pipeline: PipelineTracingFigures | undefined;
@@ -175,9 +183,8 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
       const exportsBefore = sink.byService();
       const perRound: Array<Record<PipelineTracingMode, PipelineRun>> = [];
       for (let r = 0; r < rounds; r++) {
-        const order = PIPELINE_TRACING_MODES.map((_, i) => PIPELINE_TRACING_MODES[(r + i) % PIPELINE_TRACING_MODES.length]!);
         const round: Partial<Record<PipelineTracingMode, PipelineRun>> = {};
-        for (const mode of order) round[mode] = await run(mode, tasks);
+        for (const mode of turned(PIPELINE_TRACING_MODES, r)) round[mode] = await run(mode, tasks);
         perRound.push(round as Record<PipelineTracingMode, PipelineRun>);
       }
       const tps = (mode: PipelineTracingMode) => perRound.map((round) => round[mode].tasksPerSecond);
@@ -206,10 +213,11 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
       };
     }
     return {
-      rps: { disabled: median(rps.disabled), unset: median(rps.unset), exporting: median(rps.exporting), sampled: median(rps.sampled) },
-      offCost: median(off),
-      onCost: median(on),
-      sampledCost: median(sampled),
+      rps: { disabled: median(rps.disabled), unset: median(rps.unset), exporting: median(rps.exporting), protobuf: median(rps.protobuf), sampled: median(rps.sampled) },
+      offCost: median(costs.unset),
+      onCost: median(costs.exporting),
+      protobufCost: median(costs.protobuf),
+      sampledCost: median(costs.sampled),
       exports,
       pipeline,
     };
