@@ -104,6 +104,8 @@ function withRedisDb(url: string, db: number): string {
 interface Result {
   name: string;
   rps: number;
+  /** Requests answered in the run. */
+  requests: number;
   p50: number;
   p99: number;
   non2xx: number;
@@ -112,7 +114,7 @@ interface Result {
 
 async function load(name: string, opts: autocannon.Options, seconds = DURATION_S): Promise<Result> {
   const r = await autocannon({ connections: CONNECTIONS, pipelining: 1, duration: seconds, ...opts });
-  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+  return { name, rps: r.requests.average, requests: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
 }
 
 /** One request at a time on one keep-alive connection: milliseconds per request, ascending. */
@@ -540,7 +542,7 @@ async function main(): Promise<void> {
         readPath: new URL(readUrl).pathname,
         key: main.key,
         rounds: ROUNDS,
-        load: async (name, url, h) => (await load(name, { url, headers: h })).rps,
+        load: (name, url, h) => load(name, { url, headers: h }),
         pipeline: { ctx, tasks: PIPELINE_TASKS },
       });
       console.log(
@@ -552,6 +554,9 @@ async function main(): Promise<void> {
           `exporting to a local receiver ${t.rps.exporting.toFixed(0)} (cost ${t.onCost.toFixed(1)} %); the same as protobuf ${t.rps.protobuf.toFixed(0)} (cost ${t.protobufCost.toFixed(1)} %); ` +
           `OTEL_TRACES_SAMPLER_ARG=0.1 ${t.rps.sampled.toFixed(0)} (cost ${t.sampledCost.toFixed(1)} %); ${t.exports} export requests.`,
       );
+      const modes = Object.keys(t.rps) as Array<keyof typeof t.rps>;
+      console.log(`   rounds (${modes.join(' / ')} req/s): ${t.rounds.map((r) => modes.map((m) => r[m].toFixed(0)).join(' / ')).join(', ')}`);
+      console.log(`   API CPU µs per read (medians; less moved by the other work on the host than req/s): ${modes.map((m) => `${m} ${t.cpuUsPerRead[m].toFixed(0)}`).join(', ')}.`);
       const p = t.pipeline!;
       console.log(
         `   Pipeline: ${p.tasks} image tasks (64x64) per round from 16 concurrent clients → ${p.workers} worker (concurrency 4) → ${p.dispatchers} dispatcher → webhook received, ` +

@@ -24,6 +24,7 @@ import type { ChildProcess } from 'node:child_process';
 import { freePort } from '@taskapi/testing';
 import { pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
 import { startApi, stop } from './processes';
+import { cpuMs } from './runtime-figures';
 import { median } from './stats';
 
 export const TRACING_MODES = ['disabled', 'unset', 'exporting', 'protobuf', 'sampled'] as const;
@@ -41,6 +42,10 @@ const PIPELINE_DISPATCHERS = 1;
 export interface TracingFigures {
   /** Median req/s per mode. */
   rps: Record<TracingMode, number>;
+  /** Each round's req/s per mode, in the order the rounds ran. */
+  rounds: Array<Record<TracingMode, number>>;
+  /** Median over rounds of the API's CPU time per read (µs, from /proc/<pid>/stat). */
+  cpuUsPerRead: Record<TracingMode, number>;
   /** Median over rounds of the mode's cost against `disabled`, in %. */
   offCost: number;
   onCost: number;
@@ -137,8 +142,8 @@ export interface TracingOptions {
   readPath: string;
   key: string;
   rounds: number;
-  /** Loads `url` for one run and returns req/s (the bench's autocannon run). */
-  load: (name: string, url: string, headers: Record<string, string>) => Promise<number>;
+  /** Loads `url` for one run (the bench's autocannon run): req/s and the requests answered. */
+  load: (name: string, url: string, headers: Record<string, string>) => Promise<{ rps: number; requests: number }>;
   /**
    * The pipeline's context (its `base`, `apiPid` and the OTEL_* variables of `env` are replaced by
    * each mode's) and the tasks of each round; undefined = the read only.
@@ -161,9 +166,18 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
     for (const mode of TRACING_MODES) await load(`warm-up ${mode}`, url(mode), headers);
     const rps: Record<TracingMode, number[]> = { disabled: [], unset: [], exporting: [], protobuf: [], sampled: [] };
     const costs: Record<TracingMode, number[]> = { disabled: [], unset: [], exporting: [], protobuf: [], sampled: [] };
+    const cpuUs: Record<TracingMode, number[]> = { disabled: [], unset: [], exporting: [], protobuf: [], sampled: [] };
+    const perRound: Array<Record<TracingMode, number>> = [];
     for (let r = 0; r < rounds; r++) {
       const round: Partial<Record<TracingMode, number>> = {};
-      for (const mode of turned(TRACING_MODES, r)) round[mode] = await load(`${mode}, round ${r + 1}`, url(mode), headers);
+      for (const mode of turned(TRACING_MODES, r)) {
+        const pid = apis[mode]!.child.pid!;
+        const before = cpuMs(pid);
+        const run = await load(`${mode}, round ${r + 1}`, url(mode), headers);
+        cpuUs[mode].push((1000 * (cpuMs(pid) - before)) / run.requests);
+        round[mode] = run.rps;
+      }
+      perRound.push(round as Record<TracingMode, number>);
       for (const mode of TRACING_MODES) {
         rps[mode].push(round[mode]!);
         costs[mode].push((100 * (round.disabled! - round[mode]!)) / round.disabled!);
@@ -214,6 +228,8 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
     }
     return {
       rps: { disabled: median(rps.disabled), unset: median(rps.unset), exporting: median(rps.exporting), protobuf: median(rps.protobuf), sampled: median(rps.sampled) },
+      rounds: perRound,
+      cpuUsPerRead: { disabled: median(cpuUs.disabled), unset: median(cpuUs.unset), exporting: median(cpuUs.exporting), protobuf: median(cpuUs.protobuf), sampled: median(cpuUs.sampled) },
       offCost: median(costs.unset),
       onCost: median(costs.exporting),
       protobufCost: median(costs.protobuf),
