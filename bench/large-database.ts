@@ -163,7 +163,7 @@ const HOT_STATEMENTS: HotStatement[] = [
   },
   {
     name: 'API key by hash (key-cache miss)',
-    text: `SELECT k.id, k.revoked_at FROM api_keys k WHERE k.key_hash = $1`,
+    text: `SELECT k.id, k.revoked_at, a.api_version FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
     values: (c) => [c.keyHash],
   },
 ];

@@ -1,6 +1,7 @@
 // One request to the Task API with the client's timeout and retry rules. Which calls may be repeated
 // is decided by the caller (`idempotent`); this file only knows when repeating can help.
 import { TaskApiConnectionError, TaskApiError, TaskApiTimeoutError } from './errors';
+import { API_VERSION } from './generated';
 import { userAgent } from './version';
 
 /** Longest `Retry-After` the client waits out by itself; a longer one (the daily limit) is thrown at once. */
@@ -116,9 +117,12 @@ export class HttpClient {
     return url.toString();
   }
 
-  /** The API key and, in Node, the User-Agent, with `accept`. */
+  /**
+   * The API key, the API version the client was generated for (so a newer API never changes the
+   * shapes this code reads) and, in Node, the User-Agent, with `accept`.
+   */
   private authHeaders(accept: string): Record<string, string> {
-    const headers: Record<string, string> = { accept, 'x-api-key': this.options.apiKey };
+    const headers: Record<string, string> = { accept, 'x-api-key': this.options.apiKey, 'taskapi-version': API_VERSION };
     // Only in Node: browsers refuse to set it, and Firefox preflights a request that tries.
     if (this.userAgent !== undefined) headers['user-agent'] = this.userAgent;
     return headers;

@@ -9,7 +9,7 @@ export { Files, DEFAULT_DOWNLOAD_TIMEOUT_MS, type DownloadOptions } from './file
 export { verifyWebhook, DEFAULT_TOLERANCE_SECONDS, type VerifyWebhookOptions } from './webhooks';
 export type { AnyHeaders, HeaderRecord, HeadersLike } from './headers';
 export { VERSION } from './version';
-export { TASK_KINDS } from './generated';
+export { API_VERSION, TASK_KINDS } from './generated';
 export type {
   CreateFaceDetectionTask,
   CreateImageTask,

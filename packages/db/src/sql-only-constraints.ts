@@ -6,6 +6,7 @@ export const SQL_ONLY_CONSTRAINTS: ReadonlyArray<{ table: string; name: string; 
   { table: 'accounts', name: 'accounts_paid_balance_non_negative', check: 'paid_balance >= 0' },
   { table: 'accounts', name: 'accounts_email_lower_case', check: 'email = lower(email)' },
   { table: 'accounts', name: 'accounts_max_running_in_range', check: 'max_running >= 1 AND max_running <= 10000' },
+  { table: 'accounts', name: 'accounts_api_version_is_date', check: "api_version ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$'" },
   { table: 'trial_grants', name: 'trial_grants_quota_total_positive', check: 'quota_total > 0' },
   {
     table: 'trial_grants',

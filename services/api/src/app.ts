@@ -4,6 +4,7 @@ import { consolePages } from './console/pages';
 import type { ApiDeps } from './deps';
 import { adminAuth } from './http/admin-auth';
 import { apiKeyAuth } from './http/api-key-auth';
+import { apiVersionLayer } from './http/api-version';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { mountRoutes } from './http/mount-routes';
 import { observe } from './http/observe';
@@ -27,10 +28,12 @@ export function createApp(deps: ApiDeps): express.Express {
 
   app.use(observe(deps.logger, deps.metrics));
   app.use(responseDefaults(deps.lifecycle));
+  // Before authentication: a bad TaskApi-Version is refused even with a bad key.
+  app.use(apiVersionLayer(deps.apiVersions));
 
   mountRoutes(app, ROUTES, deps, AUTH_SCOPES, {
     apiKey: apiKeyAuth(deps),
-    session: sessionAuth({ sessions: deps.sessions, accounts: deps.repos.accounts, publicBaseUrl: deps.config.publicBaseUrl }),
+    session: sessionAuth({ sessions: deps.sessions, accounts: deps.repos.accounts, publicBaseUrl: deps.config.publicBaseUrl, apiVersions: deps.apiVersions }),
   });
 
   // Model servers' prediction updates (not part of the public API; each URL carries its own token).

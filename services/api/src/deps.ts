@@ -23,6 +23,7 @@ import { createMetrics, type ApiMetrics } from './infra/metrics';
 import { queueSignalReader } from './infra/queue-signals';
 import { createRedis, waitForRedis } from './infra/redis';
 import { createRepositories, type Repositories } from './repositories';
+import { ApiVersions } from './versions/registry';
 
 /** Everything the API's routes need, built once per process (or per test app). */
 export interface ApiDeps {
@@ -69,6 +70,8 @@ export interface ApiDeps {
   rateLimiter: RateLimiter;
   sessions: SessionService;
   metrics: ApiMetrics;
+  /** The dated API versions served (docs/api.md, "Versions"): the shipped ones unless a test adds its own. */
+  apiVersions: ApiVersions;
   /** Set by the process on SIGTERM: `/readyz` answers 503 and responses close their connection. */
   lifecycle: { draining: boolean };
   close(): Promise<void>;
@@ -83,6 +86,8 @@ export interface ApiDepsOptions {
   heldRequests?: { max?: number; perAccount?: number };
   /** Event stream timings; defaults: DEFAULT_TASK_EVENT_TIMINGS (tests shorten them). */
   taskEventTimings?: Partial<TaskEventTimings>;
+  /** The versions served; default: the shipped ones (SHIPPED_VERSIONS). Tests add an example change of their own. */
+  apiVersions?: ApiVersions;
 }
 
 export async function createApiDeps(config: Config, logger: Logger, opts: ApiDepsOptions = {}): Promise<ApiDeps> {
@@ -166,6 +171,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
       // The checks of GET /readyz, as gauges at every scrape.
       readinessChecks,
     }),
+    apiVersions: opts.apiVersions ?? new ApiVersions(),
     lifecycle: { draining: false },
     async close() {
       taskWaiters.close();

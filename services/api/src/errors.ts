@@ -66,6 +66,8 @@ export const API_ERRORS = {
   SPEND_LIMIT_REACHED: fixed(402, "This key's spend limit is reached."),
   IDEMPOTENCY_KEY_REUSED: fixed(409, 'This Idempotency-Key was already used with a different request.'),
   INVALID_IDEMPOTENCY_KEY: invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
+  /** `TaskApi-Version` malformed or naming no version (docs/api.md, "Versions"); checked before authentication. */
+  INVALID_API_VERSION: invalid<{ problem: string }>('TaskApi-Version', (p) => `TaskApi-Version ${p.problem}.`),
   UNKNOWN_CURSOR: invalid('cursor', 'cursor is not a position in this list; use next_cursor from a previous page.'),
   /** The account holds its limit of open task requests (event streams and `Prefer: wait`) on this server. */
   TOO_MANY_TASK_STREAMS: { ...fixed(429, 'Too many open task event streams and waiting requests for this account. Close one and retry.', true), retryAfter: 1 },

@@ -6,7 +6,7 @@ import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
 import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
 import { API_ERRORS } from '../src/errors';
-import { USAGE_SINCE } from '../src/repositories/tasks';
+import { USAGE } from '../src/repositories/tasks';
 import { usageReportSchema } from '../src/schemas/usage';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
@@ -165,7 +165,7 @@ describe('GET /api/console/usage', () => {
     }
   });
 
-  it('is an index-only scan of tasks_usage_idx bounded by account and day (no table visits, no sort of the table)', async () => {
+  it('is an index-only scan of tasks_usage_by_key_idx bounded by account and days (no table visits, no sort of the table)', async () => {
     const client = await api.deps.db.pool.connect();
     try {
       await client.query('BEGIN');
@@ -173,7 +173,7 @@ describe('GET /api/console/usage', () => {
       // so the plan shows which index serves the query and how.
       await client.query('SET LOCAL enable_seqscan = off');
       await client.query('SET LOCAL enable_bitmapscan = off');
-      const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${USAGE_SINCE.text}`, [owner.id, new Date(Date.now() - 30 * DAY_MS)]);
+      const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${USAGE.text}`, [owner.id, new Date(Date.now() - 30 * DAY_MS), new Date(), true, false]);
       await client.query('ROLLBACK');
       const nodes: Array<Record<string, unknown>> = [];
       const walk = (n: Record<string, unknown>) => {
@@ -182,8 +182,8 @@ describe('GET /api/console/usage', () => {
       };
       walk(rows[0]['QUERY PLAN'][0].Plan);
       const scans = nodes.filter((n) => n['Relation Name'] === 'tasks');
-      expect(scans.map((n) => ({ type: n['Node Type'], index: n['Index Name'] }))).toEqual([{ type: 'Index Only Scan', index: 'tasks_usage_idx' }]);
-      expect(String(scans[0]!['Index Cond'])).toMatch(/^\(\(account_id = '[^']+'::text\) AND \(created_at >= '[^']+'::timestamp with time zone\)\)$/);
+      expect(scans.map((n) => ({ type: n['Node Type'], index: n['Index Name'] }))).toEqual([{ type: 'Index Only Scan', index: 'tasks_usage_by_key_idx' }]);
+      expect(String(scans[0]!['Index Cond'])).toMatch(/^\(\(account_id = '[^']+'::text\) AND \(created_at >= '[^']+'::timestamp with time zone\) AND \(created_at < '[^']+'::timestamp with time zone\)\)$/);
       expect(scans[0]!.Filter).toBeUndefined();
     } finally {
       client.release();

@@ -134,7 +134,7 @@ describe('credits under concurrency', () => {
   it('one request that the database refuses does not fail the others batched with it', async () => {
     const account = await seedAccount(api, { credits: 100 });
     const key = await createKey(api, account, { type: 'paid' });
-    const principal = { keyId: key.id, accountId: account.id, type: 'paid' as const, grantId: null, keyPrefix: key.prefix };
+    const principal = { keyId: key.id, accountId: account.id, type: 'paid' as const, grantId: null, keyPrefix: key.prefix, apiVersion: '2026-11-01' };
     const draft = (payloadText: string | null) => ({ kind: 'face-detection' as const, input: { image_url: 'https://img.example/a.png' }, payloadText, callbackUrl: null, upload: null });
     // Not valid JSON: impossible through HTTP validation, so it stands in for any statement failure.
     const results = await Promise.allSettled(

@@ -3,6 +3,7 @@ import { newId } from '@taskapi/ids';
 import { MAX_ACCOUNT_CAP } from '@taskapi/scheduler';
 import { ApiError } from '../errors';
 import type { Repositories } from '../repositories';
+import { NEWEST_VERSION } from '../versions/registry';
 
 // Deliberately simple: one @, no spaces, a dot in the domain. Deliverability is the operator's job.
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -25,7 +26,7 @@ export interface CreatedAccount {
 export async function createAccount(
   repos: Pick<Repositories, 'accounts'>,
   secretsKey: Buffer,
-  input: { email: string; credits?: number } & ({ password: string } | { passwordHash: string }),
+  input: { email: string; credits?: number; /** Default: the newest shipped version. */ apiVersion?: string } & ({ password: string } | { passwordHash: string }),
 ): Promise<CreatedAccount> {
   const email = normalizeEmail(input.email);
   const credits = input.credits ?? 0;
@@ -43,7 +44,8 @@ export async function createAccount(
   }
   const id = newId('account');
   const webhookSecretCiphertext = encryptSecret(secretsKey, generateWebhookSecret(), webhookSecretContext(id));
-  const created = await repos.accounts.create({ id, email, passwordHash, webhookSecretCiphertext }, credits);
+  // Pinned now: a later version never changes what this account's clients get unless they ask (docs/api.md, "Versions").
+  const created = await repos.accounts.create({ id, email, passwordHash, webhookSecretCiphertext, apiVersion: input.apiVersion ?? NEWEST_VERSION }, credits);
   if (!created) throw new ApiError('ACCOUNT_EXISTS');
   return { account_id: id, email, paid_balance: credits };
 }

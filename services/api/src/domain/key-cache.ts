@@ -11,6 +11,8 @@ export interface KeyRecord {
   grantId: string | null;
   keyPrefix: string;
   revoked: boolean;
+  /** The account's pinned API version (fixed when the account is created). */
+  apiVersion: string;
   /** Expiry of the bound trial grant (ms since epoch); null for paid keys. */
   grantExpiresAt: number | null;
 }

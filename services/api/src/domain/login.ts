@@ -19,7 +19,7 @@ export async function checkLogin(
   email: string,
   password: string,
   ip: string,
-): Promise<{ accountId: string; email: string }> {
+): Promise<{ accountId: string; email: string; apiVersion: string }> {
   const normalized = email.trim().toLowerCase();
   const attempt = await new LoginThrottle(deps.redis, deps.limits).admit(sha256Hex(normalized), throttleAddress(ip));
 
@@ -38,5 +38,5 @@ export async function checkLogin(
     throw new ApiError('INVALID_CREDENTIALS');
   }
   await attempt.succeeded();
-  return { accountId: account.id, email: account.email };
+  return { accountId: account.id, email: account.email, apiVersion: account.apiVersion };
 }

@@ -7,6 +7,8 @@ export interface KeyPrincipal {
   type: 'paid' | 'trial';
   grantId: string | null;
   keyPrefix: string;
+  /** The account's pinned API version (docs/api.md, "Versions"). */
+  apiVersion: string;
 }
 
 /** A request authenticated by a console login session. */
@@ -15,6 +17,8 @@ export interface SessionPrincipal {
   email: string;
   tokenId: string;
   expiresAt: number;
+  /** The account's pinned API version (docs/api.md, "Versions"). */
+  apiVersion: string;
   /** True when the session came from the cookie (state changes need a same-origin check). */
   viaCookie: boolean;
 }

@@ -26,6 +26,7 @@ export class ApiKeyVerifier {
           type: row.type,
           grantId: row.grant_id,
           keyPrefix: row.key_prefix,
+          apiVersion: row.api_version,
           revoked: row.revoked,
           grantExpiresAt: row.grant_expires_at ? row.grant_expires_at.getTime() : null,
         }

@@ -7,6 +7,8 @@ import type { ApiKeyVerifier } from '../domain/verify-api-key';
 import { policyHeader, rateLimitHeader, type RateLimiter } from '../domain/rate-limit';
 import type { ApiMetrics } from '../infra/metrics';
 import type { TaskReader } from '../domain/read-task';
+import type { ApiVersions } from '../versions/registry';
+import { adoptAccountVersion } from './api-version';
 
 /**
  * Authenticates `X-Api-Key` and applies the key type's rate limits, in the order the spec gives:
@@ -18,8 +20,9 @@ export function apiKeyAuth(deps: {
   rateLimiter: RateLimiter;
   metrics: ApiMetrics;
   taskReader: TaskReader;
+  apiVersions: ApiVersions;
 }): RequestHandler {
-  const { config, verifier, rateLimiter, metrics, taskReader } = deps;
+  const { config, verifier, rateLimiter, metrics, taskReader, apiVersions } = deps;
   const policies = { paid: policyHeader(config.rateLimits.paid), trial: policyHeader(config.rateLimits.trial) };
 
   return async (req, res, next) => {
@@ -29,6 +32,8 @@ export function apiKeyAuth(deps: {
     if (!parsed) throw new ApiError('INVALID_API_KEY');
     const key = await verifier.lookup(parsed.hash);
     if (!key || key.revoked || key.type !== parsed.type) throw new ApiError('INVALID_API_KEY');
+    // From here the answer belongs to the key's account: its pinned version, unless the request chose one.
+    adoptAccountVersion(res, apiVersions, key.apiVersion);
 
     if (key.type === 'trial' && (key.grantExpiresAt === null || key.grantExpiresAt <= Date.now())) {
       const prefixes = await verifier.activeTrialPrefixes(key.accountId, key.id);
@@ -61,6 +66,7 @@ export function apiKeyAuth(deps: {
       type: key.type,
       grantId: key.grantId,
       keyPrefix: key.keyPrefix,
+      apiVersion: key.apiVersion,
     };
     verifier.touch(key.id);
     next();

@@ -4,6 +4,7 @@ import { isDatabaseUnavailable, isValueRefused } from '@taskapi/db';
 import { StorageUnavailableError } from '@taskapi/file-store';
 import { isRedisUnavailable } from '@taskapi/service';
 import { ApiError, unavailable } from '../errors';
+import { downgradeResponse } from './api-version';
 import { locals } from './request-context';
 
 interface BodyParserError extends Error {
@@ -73,7 +74,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     const retryAfter = error.retryAfter;
     if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
-    res.status(error.status).json(error.body());
+    res.status(error.status).json(downgradeResponse(req, res, error.status, error.body()));
   };
 }
 

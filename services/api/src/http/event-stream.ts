@@ -3,6 +3,7 @@
 import type { Response } from 'express';
 import type { ApiDeps } from '../deps';
 import { TaskEventStream, type RenderTask } from '../domain/task-events';
+import { downgradeResponse, downgradesResponses } from './api-version';
 
 /** Documented response of the event stream routes: the media type with an example. */
 export const TASK_EVENTS_CONTENT = {
@@ -61,8 +62,10 @@ export function sendTaskEvents(res: Response, stream: TaskEventStream): { sent: 
   }
   // A connection can be gone a moment before its `close` stops the stream: nothing is written then.
   const write = (text: string) => void (res.destroyed || res.writableEnded || res.write(text));
+  // A request pinned to an older version gets each event's task in that version's shape.
+  const shape = downgradesResponses(res) ? (json: string) => JSON.stringify(downgradeResponse(res.req, res, 200, JSON.parse(json))) : (json: string) => json;
   stream.start({
-    task: (json) => write(taskEventText(json)),
+    task: (json) => write(taskEventText(shape(json))),
     keepAlive: () => write(KEEP_ALIVE_TEXT),
     end: () => void (res.writableEnded || res.end()),
   });

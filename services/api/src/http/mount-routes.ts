@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { nameServerSpan } from '@taskapi/telemetry';
 import type { ApiDeps } from '../deps';
 import { ApiError, type FixedCode } from '../errors';
+import { downgradeResponse, downgradesResponses, upgradeRequest } from './api-version';
 import { keyPrincipal, locals, sessionPrincipal } from './request-context';
 import { expressPath, type Auth, type Reply, type Route } from './route';
 import { invalidInput, parseOrThrow, unstorableStrings, type InputPlace } from './validation';
@@ -87,7 +88,14 @@ function refuseUnstorable(value: unknown, place: InputPlace, verbatim?: readonly
 function send(req: Request, res: Response, reply: Reply): void {
   if ('sent' in reply) return;
   if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name] as string);
-  const text = 'jsonText' in reply ? reply.jsonText : (JSON.stringify(reply.json) ?? '');
+  let text: string;
+  if (downgradesResponses(res)) {
+    // An older version asked for: the answer goes through its transforms (never on the newest version's path).
+    const json = 'jsonText' in reply ? (JSON.parse(reply.jsonText) as unknown) : reply.json;
+    text = JSON.stringify(downgradeResponse(req, res, reply.status, json)) ?? '';
+  } else {
+    text = 'jsonText' in reply ? reply.jsonText : (JSON.stringify(reply.json) ?? '');
+  }
   res.statusCode = reply.status;
   // As Express: a GET or HEAD whose preconditions say the client's copy is current (here only
   // `If-None-Match: *`, since no response has a validator) is answered 304, without a body.
@@ -110,22 +118,26 @@ function invoke(route: Route, deps: ApiDeps): RequestHandler {
     route.guard?.(req, deps);
     const params = parseInput(route.params?.schema, req.params, route.params?.invalid ?? 'NOT_FOUND') as Record<string, unknown> | undefined;
     if (typeof params?.publicId === 'string') locals(res).publicId = params.publicId;
+    // A request pinned to an older version is first brought to the newest version's shape.
+    const upgraded = locals(res).apiVersion?.transformsRequests ? upgradeRequest(req, res, route.path, req.query, req.body) : undefined;
     let query: unknown;
     if (route.query) {
-      if (noQuery !== undefined && !req.url.includes('?')) {
+      if (upgraded === undefined && noQuery !== undefined && !req.url.includes('?')) {
         query = noQuery;
       } else {
-        refuseUnstorable(req.query, 'query');
-        query = parseOrThrow(route.query, req.query, 'query');
+        const sent = upgraded ? upgraded.query : req.query;
+        refuseUnstorable(sent, 'query');
+        query = parseOrThrow(route.query, sent, 'query');
       }
     }
     let body: unknown;
     if (route.body) {
-      if (route.body.strict && req.body === undefined) {
+      const sent: unknown = upgraded ? upgraded.body : req.body;
+      if (route.body.strict && sent === undefined) {
         throw new ApiError('INVALID_REQUEST', { params: { name: 'Request body', problem: 'must be a JSON object' } });
       }
-      refuseUnstorable(req.body, 'body', route.body.verbatim);
-      body = parseOrThrow(route.body.schema, req.body);
+      refuseUnstorable(sent, 'body', route.body.verbatim);
+      body = parseOrThrow(route.body.schema, sent);
     }
     let headers: unknown;
     if (route.headers) {

@@ -2,6 +2,7 @@ import type { Response } from 'express';
 import type { KeyPrincipal, SessionPrincipal } from '../domain/principal';
 import type { Prefetched } from '../domain/read-task';
 import type { RateLimitTicket } from '../domain/rate-limit';
+import type { ResolvedVersion } from '../versions/registry';
 
 export type { KeyPrincipal, SessionPrincipal };
 
@@ -20,6 +21,10 @@ export interface RequestLocals {
   prefetched?: Prefetched;
   /** Where the rate limiter counted this request (a batch turns it into one request per task). */
   rateLimitTicket?: RateLimitTicket;
+  /** The API version shaping the request (http/api-version.ts); set for every /api request. */
+  apiVersion?: ResolvedVersion;
+  /** True when the request chose its version with `TaskApi-Version` (the account's pinned one then does not apply). */
+  apiVersionSent?: boolean;
   /** The raw JSON body text (task creation only), for echoing `payload` unchanged. */
   rawBody?: string;
 }

@@ -23,8 +23,8 @@ export interface ResponseSpec {
   description: string;
   /** The JSON body; a schema with `.meta({ id })` appears as a component. */
   schema?: z.ZodType;
-  /** A non-JSON body: media type → JSON Schema (files, metrics). */
-  content?: Record<string, { schema: Record<string, unknown> }>;
+  /** A non-JSON body: media type → JSON Schema (files, metrics), with its own example when `examples` is for JSON. */
+  content?: Record<string, { schema: Record<string, unknown>; example?: unknown }>;
   /** Headers besides the ones every response of this route carries. */
   headers?: readonly ResponseHeader[];
   examples?: Record<string, { summary?: string; value: unknown }>;

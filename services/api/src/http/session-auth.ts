@@ -3,6 +3,8 @@ import { ApiError, unavailable } from '../errors';
 import { locals } from './request-context';
 import type { SessionService } from '../domain/sessions';
 import type { AccountRepository } from '../repositories/accounts';
+import type { ApiVersions } from '../versions/registry';
+import { adoptAccountVersion } from './api-version';
 
 export const SESSION_COOKIE = 'session';
 
@@ -44,7 +46,12 @@ export function isSameOrigin(req: Request, publicBaseUrl: string): boolean {
  * Console authentication: `Authorization: Bearer <jwt>` or the `session` cookie. Requests carrying
  * `X-Api-Key` are refused outright. Cookie-authenticated state changes must be same-origin.
  */
-export function sessionAuth(deps: { sessions: SessionService; accounts: Pick<AccountRepository, 'emailOf'>; publicBaseUrl: string }): RequestHandler {
+export function sessionAuth(deps: {
+  sessions: SessionService;
+  accounts: Pick<AccountRepository, 'sessionAccount'>;
+  publicBaseUrl: string;
+  apiVersions: ApiVersions;
+}): RequestHandler {
   return async (req, res, next) => {
     if (req.get('x-api-key') !== undefined) throw new ApiError('SESSION_ONLY');
     const authorization = req.get('authorization');
@@ -67,13 +74,14 @@ export function sessionAuth(deps: { sessions: SessionService; accounts: Pick<Acc
       throw unavailable('redis', err);
     }
     if (!session) throw new ApiError('LOGIN_REQUIRED');
-    const email = await deps.accounts.emailOf(session.accountId);
-    if (email === null) throw new ApiError('LOGIN_REQUIRED');
+    const account = await deps.accounts.sessionAccount(session.accountId);
+    if (account === null) throw new ApiError('LOGIN_REQUIRED');
+    adoptAccountVersion(res, deps.apiVersions, account.apiVersion);
 
     if (viaCookie && !SAFE_METHODS.has(req.method) && !isSameOrigin(req, deps.publicBaseUrl)) {
       throw new ApiError('CROSS_SITE_REFUSED');
     }
-    locals(res).session = { ...session, email, viaCookie };
+    locals(res).session = { ...session, email: account.email, apiVersion: account.apiVersion, viaCookie };
     next();
   };
 }

@@ -18,8 +18,24 @@ import { loginRateLimitedSchema } from '../schemas/console';
 import { ERROR_EXAMPLE_FIELDS, ERROR_RESPONSE_NOTES } from './error-docs';
 import { RESPONSE_HEADERS, type ResponseHeader } from '../schemas/response-headers';
 import { RESPONSE_EXAMPLES } from './response-examples';
+import { NEWEST_VERSION } from '../versions/registry';
 
 type Json = Record<string, unknown>;
+
+/** Routes below /api answer with `TaskApi-Version` and take it as a request header (docs/api.md, "Versions"). */
+const versioned = (route: Route) => route.path.startsWith('/api/');
+
+/** The `TaskApi-Version` request header of every /api operation. */
+const VERSION_PARAMETER: Json = {
+  name: 'TaskApi-Version',
+  in: 'header',
+  required: false,
+  description:
+    'The API version (`YYYY-MM-DD`) to shape this request and its answer by. Without it: the version pinned to the account ' +
+    '(`api_version` of `GET /api/auth/session`), or for answers that belong to no account the newest. Malformed or unknown: 400, ' +
+    'before authentication.',
+  schema: { type: 'string', format: 'date', example: NEWEST_VERSION },
+};
 
 const COMPONENT_REF = '#/components/schemas/';
 
@@ -125,6 +141,7 @@ function impliedErrors(route: Route): ErrorCode[] {
     if (route.body.strict) codes.push('CONTENT_TYPE_NOT_JSON');
   }
   if (route.auth !== 'none') codes.push('INTERNAL', 'SERVICE_UNAVAILABLE');
+  if (versioned(route)) codes.push('INVALID_API_VERSION');
   return codes;
 }
 
@@ -150,7 +167,7 @@ function errorResponses(route: Route, schemas: SchemaCollector, usedHeaders: Set
         examples[code] = example(code);
       }
     }
-    const headers: ResponseHeader[] = ['X-Request-Id'];
+    const headers: ResponseHeader[] = versioned(route) ? ['X-Request-Id', 'TaskApi-Version'] : ['X-Request-Id'];
     if (route.auth === 'apiKey' && status !== 401 && status !== 503) headers.push('RateLimit-Policy', 'RateLimit');
     if (group.some((c) => c === 'RATE_LIMITED' || c === 'TOO_MANY_LOGIN_ATTEMPTS' || c === 'SERVICE_UNAVAILABLE')) headers.push('Retry-After');
     const schema = bodies.length === 1 ? schemas.toJson(bodies[0] as z.ZodType, 'output') : { anyOf: bodies.map((b) => schemas.toJson(b, 'output')) };
@@ -165,12 +182,14 @@ function errorResponses(route: Route, schemas: SchemaCollector, usedHeaders: Set
 
 function successResponse(route: Route, status: string, spec: ResponseSpec, schemas: SchemaCollector, usedHeaders: Set<ResponseHeader>): Json {
   const base: ResponseHeader[] = route.auth === 'apiKey' ? ['X-Request-Id', 'RateLimit-Policy', 'RateLimit'] : ['X-Request-Id'];
+  if (versioned(route)) base.splice(1, 0, 'TaskApi-Version');
   const out: Json = { description: spec.description, headers: headerObjects([...base, ...(spec.headers ?? [])], usedHeaders) };
   const examples = spec.examples ?? RESPONSE_EXAMPLES[route.operationId]?.[Number(status)];
   if (spec.schema) {
     const media: Json = { schema: schemas.toJson(spec.schema, 'output') };
     if (examples) media.examples = examples;
-    out.content = { 'application/json': media };
+    // A JSON answer may come in another format too (the usage export's CSV), by `Accept`.
+    out.content = { 'application/json': media, ...spec.content };
   } else if (spec.content) {
     // Binary bodies (files) have no example to show; text and JSON ones do.
     out.content = Object.fromEntries(Object.entries(spec.content).map(([type, media]) => [type, examples && type !== '*/*' ? { ...media, examples } : media]));
@@ -197,6 +216,7 @@ function parameters(route: Route, schemas: SchemaCollector): Json[] {
   fromObject(route.params?.schema, 'path', route.params?.describe);
   fromObject(route.query, 'query');
   fromObject(route.headers?.schema, 'header', route.headers?.describe);
+  if (versioned(route)) out.push(VERSION_PARAMETER);
   return out;
 }
 

@@ -2,6 +2,7 @@
 import type { Route } from '../http/route';
 import { buildDocument } from './build-document';
 import { webhooks } from './webhooks';
+import { NEWEST_VERSION, SHIPPED_VERSIONS } from '../versions/registry';
 
 const DESCRIPTION = `An asynchronous task platform: create video generation, image generation and face detection tasks,
 follow them by polling or by a signed webhook, and download their files.
@@ -11,12 +12,16 @@ balance; trial keys (\`sk-test-...\`) on their trial grant. Every request that p
 key's rate limits (paid 300/minute and 100000/day, trial 20/minute and 1000/day) and its response carries
 \`RateLimit-Policy\` and \`RateLimit\`; a 429 adds \`Retry-After\`.
 
-**Console** (\`/api/auth/*\`, \`/api/keys*\`, \`/api/trial-grants\`, \`/api/credits/balance\`, \`/api/webhook-secret*\`, \`/api/console/tasks*\`): log in with
+**Console** (\`/api/auth/*\`, \`/api/keys*\`, \`/api/trial-grants\`, \`/api/credits/balance\`, \`/api/usage\`, \`/api/webhook-secret*\`, \`/api/console/tasks*\`): log in with
 \`POST /api/auth/login\`, then send \`Authorization: Bearer <token>\` or the \`session\` cookie. These endpoints refuse any
 request carrying \`X-Api-Key\`.
 
 **Errors** are JSON with a \`message\` (some add fields, see the schemas). A path that matches no endpoint gives
 404 \`{"message":"Not found."}\`. Every response carries \`X-Request-Id\`.
+
+**Versions**: this document describes version \`${NEWEST_VERSION}\`. Send \`TaskApi-Version: YYYY-MM-DD\` to choose a version;
+without it a request gets the version pinned to its account when the account was created. Every /api answer names the
+version that shaped it in its \`TaskApi-Version\` header.
 
 **Task status**: \`0\` queued, \`10\` processing, \`20\` completed, \`30\` failed (credits refunded, \`error_code\` and \`error_message\` set),
 \`40\` cancelled (credits refunded, no webhook).`;
@@ -29,12 +34,13 @@ const LICENSE_PATH = '/docs#license';
 
 function build(routes: readonly Route[]) {
   const document = buildDocument(routes, {
-    info: { title: 'Task API', version: '1.0.0', description: DESCRIPTION, license: { name: 'Proprietary; the quickstart scripts are MIT-licensed sample code', url: LICENSE_PATH } },
+    // `version` is the API version this document describes: the newest (docs/api.md, "Versions").
+    info: { title: 'Task API', version: NEWEST_VERSION, 'x-api-versions': SHIPPED_VERSIONS.map((v) => v.version), description: DESCRIPTION, license: { name: 'Proprietary; the quickstart scripts are MIT-licensed sample code', url: LICENSE_PATH } },
     tags: [
       { name: 'Tasks', description: 'Create, list, get and cancel tasks; download their files. API key.' },
       { name: 'Console session', description: 'Log in and out of the console.' },
       { name: 'API keys', description: 'Manage API keys. Login session.' },
-      { name: 'Account', description: 'Credits, trial grants and the webhook secret. Login session.' },
+      { name: 'Account', description: 'Credits, usage, trial grants and the webhook secret. Login session.' },
       { name: 'Console tasks', description: "The account's tasks and their files, for the console pages. Login session." },
       { name: 'Webhook deliveries', description: 'The delivery log with every attempt, and manual resend. Login session.' },
       { name: 'Operations', description: 'Health, readiness, metrics and this document. No authentication.' },

@@ -22,6 +22,11 @@ export const ERROR_EXAMPLE_FIELDS: Partial<Record<ErrorCode, ExampleFields>> = {
   },
   TOO_MANY_LOGIN_ATTEMPTS: { summary: 'Too many attempts from this address, or failures for this e-mail from this address', fields: { retry_after: 840 } },
   INVALID_REQUEST: { summary: 'No JSON body was sent', message: 'Request body must be a JSON object.' },
+  INVALID_API_VERSION: {
+    summary: 'TaskApi-Version names no version of this API',
+    message: 'TaskApi-Version is not a version of this API; the versions are 2026-11-01.',
+    fields: { errors: [{ field: 'TaskApi-Version', message: 'TaskApi-Version is not a version of this API; the versions are 2026-11-01' }] },
+  },
 };
 
 export const ERROR_RESPONSE_NOTES: Partial<Record<ErrorCode, string>> = {
@@ -50,6 +55,9 @@ export const ERROR_RESPONSE_NOTES: Partial<Record<ErrorCode, string>> = {
     `The account already holds ${MAX_WAITERS_PER_ACCOUNT.toLocaleString('en-US')} open requests on tasks (event streams and \`Prefer: wait\`) ` +
     'on the server that took this one: close one, then retry. `Retry-After: 1`.',
   TASK_STREAMS_UNAVAILABLE: `The server holds its limit of open requests on tasks (${MAX_WAITERS.toLocaleString('en-US')}), or is shutting down; another replica takes the retry. \`Retry-After: 1\`.`,
+  INVALID_API_VERSION:
+    '`TaskApi-Version` is not a `YYYY-MM-DD` date, or names no version of this API. Checked before authentication, so this ' +
+    'answer comes whatever the credentials.',
   INTERNAL: 'Unexpected error, logged with the request id.',
   SERVICE_UNAVAILABLE: 'PostgreSQL or Redis is unreachable (or, for file downloads and uploaded images, the file store). Never an open door: key and session checks fail closed. `Retry-After: 1`.',
 };

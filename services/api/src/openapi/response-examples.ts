@@ -239,7 +239,7 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
   metrics: { 200: { sample: { summary: 'An excerpt', value: METRICS_SAMPLE } } },
   openApiDocument: { 200: { excerpt: { summary: 'The start of this document', value: { openapi: '3.1.0', info: { title: 'Task API', version: '1.0.0' } } } } },
   login: { 200: { session: { value: { token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhY2N0XzJXYzhOdjVMcDFReDdSYjRUeTlaczMifQ.c2lnbmF0dXJl', expires_at: '2026-01-01T12:00:00.000Z' } } } },
-  getSession: { 200: { session: { value: { account_id: 'acct_2Wc8Nv5Lp1Qx7Rb4Ty9Zs3', email: 'dev@example.com', expires_at: '2026-01-01T12:00:00.000Z' } } } },
+  getSession: { 200: { session: { value: { account_id: 'acct_2Wc8Nv5Lp1Qx7Rb4Ty9Zs3', email: 'dev@example.com', api_version: '2026-11-01', expires_at: '2026-01-01T12:00:00.000Z' } } } },
   listApiKeys: { 200: { keys: { value: { data: [trialKey, paidKey] } } } },
   createApiKey: {
     201: {
@@ -263,6 +263,39 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
     200: {
       at_cap: { summary: 'At the cap: 12 tasks wait for a running one to end', value: { running: 10, max_running: 10, waiting: 12, held_by_cap: 12 } },
       room: { summary: 'Under the cap: waiting tasks start as workers free up', value: { running: 2, max_running: 10, waiting: 3, held_by_cap: 0 } },
+    },
+  },
+  getUsage: {
+    200: {
+      by_day: {
+        summary: '`group_by=day` over three days: a failed (refunded) video on the first, a quiet second day',
+        value: {
+          data: [
+            { date: '2026-11-01', tasks: 5, completed: 3, failed: 1, cancelled: 1, credits: 4 },
+            { date: '2026-11-02', tasks: 0, completed: 0, failed: 0, cancelled: 0, credits: 0 },
+            { date: '2026-11-03', tasks: 2, completed: 1, failed: 0, cancelled: 0, credits: 12 },
+          ],
+        },
+      },
+      by_kind: {
+        summary: '`group_by=kind`',
+        value: {
+          data: [
+            { kind: 'video-generation', tasks: 2, completed: 1, failed: 1, cancelled: 0, credits: 10 },
+            { kind: 'image-generation', tasks: 3, completed: 2, failed: 0, cancelled: 0, credits: 6 },
+            { kind: 'face-detection', tasks: 2, completed: 1, failed: 0, cancelled: 1, credits: 1 },
+          ],
+        },
+      },
+      by_key: {
+        summary: '`group_by=key`',
+        value: {
+          data: [
+            { key_prefix: 'sk-live-Ab12Cd34', tasks: 6, completed: 4, failed: 1, cancelled: 1, credits: 15 },
+            { key_prefix: 'sk-test-Xy98Wv76', tasks: 1, completed: 0, failed: 0, cancelled: 0, credits: 2 },
+          ],
+        },
+      },
     },
   },
   getConsoleUsage: { 200: { three_days: { summary: '`?days=3`: a failed video on the first day, a quiet second day', value: usage } } },

@@ -4,9 +4,12 @@ import { isUniqueViolation, type PrismaClient, type Prisma } from '@taskapi/db';
 import { LedgerRepository } from './ledger';
 
 /** The columns a new account is created with; the balance is set from its opening credits. */
-export type NewAccount = Pick<Prisma.AccountUncheckedCreateInput, 'id' | 'email' | 'passwordHash' | 'webhookSecretCiphertext'>;
+export type NewAccount = Pick<Prisma.AccountUncheckedCreateInput, 'id' | 'email' | 'passwordHash' | 'webhookSecretCiphertext'> & {
+  /** The API version the account is pinned to: the newest at its creation. */
+  apiVersion: string;
+};
 
-const loginSelect = { id: true, email: true, passwordHash: true } satisfies Prisma.AccountSelect;
+const loginSelect = { id: true, email: true, passwordHash: true, apiVersion: true } satisfies Prisma.AccountSelect;
 
 /** What a login checks. */
 export type AccountLogin = Prisma.AccountGetPayload<{ select: typeof loginSelect }>;
@@ -51,9 +54,9 @@ export class AccountRepository {
     return this.prisma.account.findUnique({ where: { email }, select: loginSelect });
   }
 
-  /** The account's e-mail, or null when the account does not exist. */
-  async emailOf(accountId: string): Promise<string | null> {
-    return (await this.prisma.account.findUnique({ where: { id: accountId }, select: { email: true } }))?.email ?? null;
+  /** What a console session needs of its account (e-mail, pinned API version), or null when the account does not exist. */
+  sessionAccount(accountId: string): Promise<{ email: string; apiVersion: string } | null> {
+    return this.prisma.account.findUnique({ where: { id: accountId }, select: { email: true, apiVersion: true } });
   }
 
   /** The account's paid balance (credits). Throws when the account does not exist. */

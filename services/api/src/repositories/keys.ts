@@ -16,8 +16,8 @@ const KEY_BY_HASH = statement(
   'api-key-by-hash',
   `
 SELECT k.id, k.account_id, k.type, k.grant_id, k.key_prefix, (k.revoked_at IS NOT NULL) AS revoked,
-       g.expires_at AS grant_expires_at
-  FROM api_keys k LEFT JOIN trial_grants g ON g.id = k.grant_id
+       g.expires_at AS grant_expires_at, a.api_version
+  FROM api_keys k JOIN accounts a ON a.id = k.account_id LEFT JOIN trial_grants g ON g.id = k.grant_id
  WHERE k.key_hash = $1`,
   z.object({
     id: z.string(),
@@ -28,6 +28,8 @@ SELECT k.id, k.account_id, k.type, k.grant_id, k.key_prefix, (k.revoked_at IS NO
     revoked: z.boolean(),
     /** Expiry of the bound trial grant; null for paid keys. */
     grant_expires_at: z.date().nullable(),
+    /** The account's pinned API version. */
+    api_version: z.string(),
   }),
 );
 

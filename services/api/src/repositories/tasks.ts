@@ -88,30 +88,43 @@ SELECT i.task_id::text AS task_id, t.public_id, i.content_type, i.data
 );
 export type InputInRow = z.output<typeof INPUTS_IN_ROWS.row>;
 
-// The console's usage report: an index-only scan of `tasks_usage_idx` over the account's window
-// (migration 20261127000000). `date_bin` is plain arithmetic on the instant: UTC days whatever the
-// session's time zone, and cheaper per row than `AT TIME ZONE`.
-export const USAGE_SINCE = statement(
-  'task-usage-since',
+// Usage (GET /api/usage and the console's charts, domain/usage.ts): an index-only range scan of
+// `tasks_usage_by_key_idx` over one account's [from, to) (migration 20261203000001), grouped at the
+// grain the caller asks for: by UTC day or not, by key or not, always by kind and status. `date_bin`
+// is plain arithmetic on the instant: UTC days whatever the session's time zone, and cheaper per row
+// than `AT TIME ZONE`. The key's prefix is joined after grouping (one lookup per key, not per task).
+export const USAGE = statement(
+  'task-usage',
   `
-SELECT date_bin('1 day', created_at, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS day, kind, status,
-       count(*)::int AS tasks, sum(cost)::int8::text AS cost
-  FROM tasks
- WHERE account_id = $1 AND created_at >= $2
- GROUP BY 1, 2, 3`,
+SELECT u.day, u.kind, u.status, k.key_prefix, u.tasks, u.cost
+  FROM (SELECT CASE WHEN $4 THEN date_bin('1 day', created_at, TIMESTAMPTZ '2000-01-01 00:00:00+00') END AS day,
+               kind, status, CASE WHEN $5 THEN api_key_id END AS api_key_id,
+               count(*)::int AS tasks, sum(cost)::int8::text AS cost
+          FROM tasks
+         WHERE account_id = $1 AND created_at >= $2 AND created_at < $3
+         GROUP BY 1, 2, 3, 4) u
+  LEFT JOIN api_keys k ON k.id = u.api_key_id`,
   z.object({
-    /** Midnight UTC starting the day. */
-    day: z.date(),
+    /** Midnight UTC starting the day; null unless grouped by day. */
+    day: z.date().nullable(),
     kind: z.enum(TASK_KINDS),
     status: z.number(),
+    /** The key's prefix; null unless grouped by key. */
+    key_prefix: z.string().nullable(),
     tasks: z.number(),
     /** Sum of `cost` (int8, sent as text). */
     cost: z.string().transform(Number),
   }),
 );
 
-/** The account's tasks of one UTC day, kind and current status: how many, and their summed cost. */
-export type UsageRow = z.output<typeof USAGE_SINCE.row>;
+/** One account's tasks of one kind and current status (and UTC day, and key, when grouped so): how many, and their summed cost. */
+export type UsageRow = z.output<typeof USAGE.row>;
+
+/** What a usage query groups by besides kind and status. */
+export interface UsageGrain {
+  byDay: boolean;
+  byKey: boolean;
+}
 
 /** The outcome of one creation in `create_tasks`. */
 export type CreationOutcome = z.output<typeof CREATE_TASKS.row>;
@@ -198,9 +211,9 @@ export class TaskRepository {
     return queryRows(this.pool, statement(name, text, taskRow), values);
   }
 
-  /** The account's tasks created at or after `since`, counted per UTC day, kind and status. */
-  usageSince(accountId: string, since: Date): Promise<UsageRow[]> {
-    return queryRows(this.pool, USAGE_SINCE, [accountId, since]);
+  /** The account's tasks created in [`from`, `until`), counted per kind and status, and per UTC day and per key as `grain` says. */
+  usage(accountId: string, from: Date, until: Date, grain: UsageGrain): Promise<UsageRow[]> {
+    return queryRows(this.pool, USAGE, [accountId, from, until, grain.byDay, grain.byKey]);
   }
 
   /** Up to `limit` uploads still held in their row, after the task id `afterTaskId`, in id order. */

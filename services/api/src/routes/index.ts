@@ -4,6 +4,7 @@ import { TASK_KINDS } from '@taskapi/task-kinds';
 import type { AuthScope } from '../http/mount-routes';
 import type { Route } from '../http/route';
 import { getBalanceRoute } from './account/get-balance';
+import { getUsageRoute } from './account/get-usage';
 import { getWebhookSecretRoute } from './account/get-webhook-secret';
 import { listTrialGrantsRoute } from './account/list-trial-grants';
 import { rotateWebhookSecretRoute } from './account/rotate-webhook-secret';
@@ -73,6 +74,7 @@ export const ROUTES: readonly Route[] = [
   resendDeliveryRoute,
   sendTestWebhookRoute,
   getBalanceRoute,
+  getUsageRoute,
   listTrialGrantsRoute,
   getWebhookSecretRoute,
   rotateWebhookSecretRoute,

@@ -76,6 +76,10 @@ export const sessionSchema = z
     account_id: prefixedId('account', 'acct_2Wc8Nv5Lp1Qx7Rb4Ty9Zs3'),
     // Not `z.email()`: stored addresses only have to pass accounts.ts's simpler EMAIL_PATTERN.
     email: z.string().meta({ format: 'email' }),
+    api_version: z.iso.date().meta({
+      description: 'The API version pinned to the account: requests that send no `TaskApi-Version` header get this version.',
+      example: '2026-11-01',
+    }),
     expires_at: timestamp(),
   })
   .meta({ id: 'Session' });

@@ -14,6 +14,12 @@ export const RESPONSE_HEADERS = {
       'otherwise a generated `req_...` id. Sent on every response.',
     schema: { type: 'string', example: 'req_4Fg7Hj2Kl9Mn3Bv6Cx1Zq8' },
   },
+  'TaskApi-Version': {
+    description:
+      'The API version (`YYYY-MM-DD`) this answer was shaped by: the request\'s `TaskApi-Version`, else the version pinned to the ' +
+      "account, else (answers that belong to no account: 401s, a refused `TaskApi-Version`, unknown paths) the newest. On every /api response.",
+    schema: { type: 'string', format: 'date', example: '2026-11-01' },
+  },
   'RateLimit-Policy': {
     description:
       'The key type\'s limits (IETF RateLimit header draft): minute window (`w=60`) and day window (`w=86400`), `q` requests each. ' +
@@ -62,6 +68,11 @@ export const RESPONSE_HEADERS = {
   'Content-Disposition': {
     description: 'Always `inline` with the file name.',
     schema: { type: 'string', example: 'inline; filename="image.png"' },
+  },
+  'Content-Disposition-Csv': {
+    name: 'Content-Disposition',
+    description: 'With `Accept: text/csv`: an attachment named after the range and grouping.',
+    schema: { type: 'string', example: 'attachment; filename="usage-2026-11-01-to-2026-11-30-by-day.csv"' },
   },
   'Content-Type-File': {
     name: 'Content-Type',

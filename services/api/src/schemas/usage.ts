@@ -64,3 +64,67 @@ export const usageReportSchema = z
   .meta({ id: 'UsageReport' });
 
 export type UsageReportView = z.infer<typeof usageReportSchema>;
+
+// ---- The usage export (`GET /api/usage`): figures per UTC day, per kind or per key over a range of days ----
+
+/** What `GET /api/usage` groups by. */
+export const USAGE_GROUPS = ['day', 'kind', 'key'] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+/** Longest range of the export, in days (both ends included): a leap year. */
+export const MAX_EXPORT_DAYS = 366;
+
+const DAY_MS = 86_400_000;
+const DATE_ERROR = { error: 'must be a date as YYYY-MM-DD' };
+
+/** `GET /api/usage` query. */
+export const usageExportQuerySchema = z
+  .strictObject({
+    from: z.iso.date(DATE_ERROR).meta({ description: 'First UTC day of the range (`YYYY-MM-DD`), included.', example: '2026-11-01' }),
+    to: z.iso.date(DATE_ERROR).meta({ description: `Last UTC day of the range, included: not before \`from\`, at most ${MAX_EXPORT_DAYS} days in all.`, example: '2026-11-30' }),
+    group_by: z.enum(USAGE_GROUPS).default('day').meta({
+      description: '`day`: one row per UTC day of the range (zeros when idle); `kind`: one row per task kind; `key`: one row per API key that created tasks in the range.',
+    }),
+  })
+  .superRefine((q, ctx) => {
+    const days = (Date.parse(q.to) - Date.parse(q.from)) / DAY_MS + 1;
+    if (days < 1) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must not be before from' });
+    else if (days > MAX_EXPORT_DAYS) ctx.addIssue({ code: 'custom', path: ['to'], message: `must be at most ${MAX_EXPORT_DAYS - 1} days after from (a range of at most ${MAX_EXPORT_DAYS} days)` });
+  });
+
+export type UsageExportQuery = z.infer<typeof usageExportQuerySchema>;
+
+const exportFigures = {
+  tasks: count('Tasks created.', 47),
+  completed: count('Of those, completed (status 20).', 41),
+  failed: count('Of those, failed (status 30): refunded in full.', 3),
+  cancelled: count('Of those, cancelled (status 40): refunded in full.', 1),
+  credits: count(
+    'Net credits charged for those tasks (paid balance and trial quota alike): their charges less their refunds. Failed and cancelled ' +
+      'tasks are refunded in full, so only completed tasks and tasks still queued or processing count; a task that fails later drops out.',
+    134,
+  ),
+};
+
+export const usageByDaySchema = z
+  .object({ date: z.iso.date().meta({ description: 'The UTC day the tasks were created.', example: '2026-11-23' }), ...exportFigures })
+  .meta({ id: 'UsageOfDay', description: 'The tasks created on one UTC day, in the state they are in now.' });
+
+export const usageByKindSchema = z
+  .object({ kind: z.enum(TASK_KINDS).meta({ example: 'image-generation' }), ...exportFigures })
+  .meta({ id: 'UsageOfKind', description: 'The tasks of one kind created in the range, in the state they are in now.' });
+
+export const usageByKeySchema = z
+  .object({ key_prefix: z.string().meta({ description: 'The prefix of the key that created the tasks (revoked keys included).', example: 'sk-live-Ab12Cd34' }), ...exportFigures })
+  .meta({ id: 'UsageOfKey', description: 'The tasks one API key created in the range, in the state they are in now.' });
+
+export type UsageExportRow = z.infer<typeof usageByDaySchema> | z.infer<typeof usageByKindSchema> | z.infer<typeof usageByKeySchema>;
+
+export const usageExportSchema = z
+  .object({
+    data: z.array(z.union([usageByDaySchema, usageByKindSchema, usageByKeySchema])).meta({
+      description:
+        '`day`: every day from `from` to `to`, oldest first; `kind`: every kind, in the API\'s order; `key`: the keys that created tasks in the range, by prefix.',
+    }),
+  })
+  .meta({ id: 'UsageExport' });

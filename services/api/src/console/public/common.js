@@ -53,6 +53,35 @@ export async function api(path, { method = 'GET', body } = {}) {
 }
 
 /**
+ * Downloads `path` of the console API as a file, asking for `accept` (CSV): saved under the name its
+ * `Content-Disposition` gives. Errors and a lost session as in `api`.
+ */
+export async function download(path, accept) {
+  let res;
+  try {
+    res = await fetch(path, { credentials: 'same-origin', headers: { accept } });
+  } catch {
+    throw new ApiError(0, 'The server could not be reached. Check your connection and try again.');
+  }
+  if (res.status === 401) {
+    goToLogin();
+    return new Promise(() => {});
+  }
+  if (!res.ok) {
+    const data = await res.json().catch(() => undefined);
+    throw new ApiError(res.status, data && typeof data.message === 'string' ? data.message : `Request failed (HTTP ${res.status}).`, data);
+  }
+  const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? 'download';
+  const url = URL.createObjectURL(await res.blob());
+  const link = el('a', { href: url, download: name, hidden: '' });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // After the click has handed the blob to the download.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/**
  * Builds an element. `attrs`: attributes and a few properties (`class`, `text`, `dataset`, `on<event>`);
  * children: nodes or strings (added as text).
  */

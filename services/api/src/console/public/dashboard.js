@@ -1,5 +1,5 @@
 // Dashboard: paid balance, trial grants with remaining quota and expiry, usage charts, recent tasks.
-import { api, badge, el, fill, notifyError, startPage, table, time } from './common.js';
+import { act, api, badge, download, el, fill, notifyError, startPage, table, time } from './common.js';
 import { taskTable } from './tasks-view.js';
 import { drawUsage } from './usage-chart.js';
 
@@ -39,8 +39,17 @@ function grantState(grant) {
   return grant.quota_remaining > 0 ? 'usable' : 'exhausted';
 }
 
-startPage(async () => {
+/** The period on the charts, from the same usage query, as a CSV file (GET /api/usage). */
+async function downloadUsage() {
+  if (!usage) return;
+  const query = new URLSearchParams({ from: usage.from, to: usage.to, group_by: document.getElementById('usage-group').value });
+  await download(`/api/usage?${query}`, 'text/csv');
+}
+
+startPage(async (session) => {
+  document.getElementById('api-version').textContent = session.api_version;
   daysSelect.addEventListener('change', () => showUsage().catch(notifyError));
+  document.getElementById('usage-csv').addEventListener('click', (event) => act(event.currentTarget, downloadUsage));
   const shown = showUsage();
   const [balance, tasks, concurrency] = await Promise.all([api('/api/credits/balance'), api('/api/console/tasks?limit=10'), api('/api/console/concurrency')]);
   document.getElementById('paid-balance').textContent = String(balance.paid_balance);

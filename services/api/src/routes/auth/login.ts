@@ -2,6 +2,7 @@ import type { CookieOptions, Request } from 'express';
 import { ApiError } from '../../errors';
 import { checkLogin } from '../../domain/login';
 import { SESSION_TTL_SECONDS } from '../../domain/sessions';
+import { adoptAccountVersion } from '../../http/api-version';
 import { locals } from '../../http/request-context';
 import { defineRoute } from '../../http/route';
 import { SESSION_COOKIE, isSameOrigin } from '../../http/session-auth';
@@ -46,9 +47,11 @@ export const loginRoute = defineRoute({
       warnedAboutForwarding.add(deps);
       deps.logger.warn('X-Forwarded-For received while TRUST_PROXY=0: the login limits count every client behind a proxy as one address; set TRUST_PROXY to the number of proxy hops');
     }
-    const { accountId } = await checkLogin({ accounts: repos.accounts, redis, limits: config.login }, body.email, body.password, req.ip ?? 'unknown');
+    const { accountId, apiVersion } = await checkLogin({ accounts: repos.accounts, redis, limits: config.login }, body.email, body.password, req.ip ?? 'unknown');
     const session = sessions.issue(accountId);
-    locals(res).session = { accountId, email: body.email, tokenId: session.tokenId, expiresAt: session.expiresAt.getTime(), viaCookie: false };
+    locals(res).session = { accountId, email: body.email, tokenId: session.tokenId, expiresAt: session.expiresAt.getTime(), apiVersion, viaCookie: false };
+    // The answer belongs to the account now logged in.
+    adoptAccountVersion(res, deps.apiVersions, apiVersion);
     res.cookie(SESSION_COOKIE, session.token, { ...sessionCookieOptions(req, config.nodeEnv === 'production'), maxAge: SESSION_TTL_SECONDS * 1000 });
     return { status: 200, json: { token: session.token, expires_at: session.expiresAt.toISOString() } };
   },
