@@ -2,7 +2,7 @@
 // Retry-After, 503s, reset connections, hanging answers, non-JSON gateway pages, and the exact
 // error it throws when retries are used up.
 import { waitFor } from '@taskapi/testing';
-import { TaskApi, TaskApiConnectionError, TaskApiError, TaskApiTimeoutError, TaskWaitTimeoutError } from '../src';
+import { API_VERSION, TaskApi, TaskApiConnectionError, TaskApiError, TaskApiTimeoutError, TaskWaitTimeoutError } from '../src';
 import { fakeTask, startScriptedServer, type ScriptedServer } from './support/scripted-server';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -19,7 +19,7 @@ describe('TaskApi over HTTP', () => {
     await server.close();
   });
 
-  it('creates a task: body, API key, User-Agent and a generated Idempotency-Key', async () => {
+  it('creates a task: body, API key, API version, User-Agent and a generated Idempotency-Key', async () => {
     server.script({ status: 201, json: fakeTask() });
     const task = await client().tasks.create('image-generation', { prompt: 'a cat', width: 64, payload: { order: 1 } });
     expect(task.public_id).toBe('task_3kT9xQ2mLp7Vn4Rb8Yc1Zd');
@@ -29,6 +29,9 @@ describe('TaskApi over HTTP', () => {
     expect(req!.headers['x-api-key']).toBe('sk-test-abc');
     expect(req!.headers['content-type']).toBe('application/json');
     expect(req!.headers['idempotency-key']).toMatch(UUID);
+    // The version the SDK's types were generated for (packages/client/src/generated.ts).
+    expect(req!.headers['taskapi-version']).toBe(API_VERSION);
+    expect(API_VERSION).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(req!.headers['user-agent']).toBe(`taskapi-client-js/0.0.0-dev (node ${process.versions.node})`);
   });
 

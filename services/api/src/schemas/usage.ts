@@ -75,7 +75,8 @@ export type UsageGroup = (typeof USAGE_GROUPS)[number];
 export const MAX_EXPORT_DAYS = 366;
 
 const DAY_MS = 86_400_000;
-const DATE_ERROR = { error: 'must be a date as YYYY-MM-DD' };
+const DATE_ERROR = { error: (issue: { input: unknown }) => (issue.input === undefined ? 'is required' : 'must be a date as YYYY-MM-DD') };
+const isoDate = z.iso.date();
 
 /** `GET /api/usage` query. */
 export const usageExportQuerySchema = z
@@ -87,6 +88,8 @@ export const usageExportQuerySchema = z
     }),
   })
   .superRefine((q, ctx) => {
+    // Only two real dates make a range (zod runs this check even when a field failed its own).
+    if (!isoDate.safeParse(q.from).success || !isoDate.safeParse(q.to).success) return;
     const days = (Date.parse(q.to) - Date.parse(q.from)) / DAY_MS + 1;
     if (days < 1) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must not be before from' });
     else if (days > MAX_EXPORT_DAYS) ctx.addIssue({ code: 'custom', path: ['to'], message: `must be at most ${MAX_EXPORT_DAYS - 1} days after from (a range of at most ${MAX_EXPORT_DAYS} days)` });

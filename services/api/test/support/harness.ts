@@ -24,7 +24,7 @@ export interface TestApi {
  */
 export async function startApi(
   overrides: Record<string, string> = {},
-  opts: { logStream?: NodeJS.WritableStream; egressCa?: string; deps?: Pick<ApiDepsOptions, 'heldRequests' | 'taskEventTimings'> } = {},
+  opts: { logStream?: NodeJS.WritableStream; egressCa?: string; deps?: Pick<ApiDepsOptions, 'heldRequests' | 'taskEventTimings' | 'apiVersions'> } = {},
 ): Promise<TestApi> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
