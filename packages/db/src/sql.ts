@@ -17,11 +17,17 @@ export interface Statement<Row extends z.ZodType> {
   name: string;
   text: string;
   row: Row;
+  /**
+   * False: sent unnamed, so PostgreSQL plans it at every call for its values (a custom plan). For a
+   * statement whose best plan depends on them — a range that may hold 30 rows or 100,000 — where a
+   * prepared statement's generic plan, estimated for no values in particular, can be far off.
+   */
+  prepared: boolean;
 }
 
 /** Declares a statement; its row type is `z.output<typeof row>`. */
-export function statement<Row extends z.ZodType>(name: string, text: string, row: Row): Statement<Row> {
-  return { name, text, row };
+export function statement<Row extends z.ZodType>(name: string, text: string, row: Row, opts: { prepared?: boolean } = {}): Statement<Row> {
+  return { name, text, row, prepared: opts.prepared ?? true };
 }
 
 /** A result row that does not match its statement's schema: the SQL and the schema disagree (a bug). */
@@ -34,7 +40,7 @@ export class RowShapeError extends Error {
 
 /** Runs `stmt` and parses every row. */
 export async function queryRows<Row extends z.ZodType>(db: SqlExecutor, stmt: Statement<Row>, values: unknown[]): Promise<Array<z.output<Row>>> {
-  const { rows } = await db.query({ name: stmt.name, text: stmt.text, values });
+  const { rows } = await db.query(stmt.prepared ? { name: stmt.name, text: stmt.text, values } : { text: stmt.text, values });
   const parsed: Array<z.output<Row>> = new Array(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const result = stmt.row.safeParse(rows[i]);

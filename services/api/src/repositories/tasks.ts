@@ -92,7 +92,8 @@ export type InputInRow = z.output<typeof INPUTS_IN_ROWS.row>;
 // `tasks_usage_by_key_idx` over one account's [from, to) (migration 20261203000001), grouped at the
 // grain the caller asks for: by UTC day or not, by key or not, always by kind and status. `date_bin`
 // is plain arithmetic on the instant: UTC days whatever the session's time zone, and cheaper per row
-// than `AT TIME ZONE`. The key's prefix is joined after grouping (one lookup per key, not per task).
+// than `AT TIME ZONE`. The key's prefix is joined after grouping, from the account's own keys (by
+// `account_id`, which keeps the join to them rather than to every account's keys).
 export const USAGE = statement(
   'task-usage',
   `
@@ -103,7 +104,7 @@ SELECT u.day, u.kind, u.status, k.key_prefix, u.tasks, u.cost
           FROM tasks
          WHERE account_id = $1 AND created_at >= $2 AND created_at < $3
          GROUP BY 1, 2, 3, 4) u
-  LEFT JOIN api_keys k ON k.id = u.api_key_id`,
+  LEFT JOIN api_keys k ON k.account_id = $1 AND k.id = u.api_key_id`,
   z.object({
     /** Midnight UTC starting the day; null unless grouped by day. */
     day: z.date().nullable(),
@@ -115,6 +116,9 @@ SELECT u.day, u.kind, u.status, k.key_prefix, u.tasks, u.cost
     /** Sum of `cost` (int8, sent as text). */
     cost: z.string().transform(Number),
   }),
+  // Planned for each call's account and range: a prepared statement's generic plan expects a row or
+  // two and sorts 100,000 on disk for a busy account (docs/api.md, "Usage").
+  { prepared: false },
 );
 
 /** One account's tasks of one kind and current status (and UTC day, and key, when grouped so): how many, and their summed cost. */
