@@ -69,7 +69,7 @@ describe('dashboard: usage CSV download and API version, in a real browser', () 
         await Promise.all([page.waitForResponse((r) => r.url().endsWith(`/api/console/usage?days=${days}`)), period.selectOption(days)]);
         await page.locator('#usage[aria-busy]').waitFor({ state: 'detached' });
       }
-      await page.getByLabel('Export this period by').selectOption(group);
+      await page.getByLabel('Group the CSV by').selectOption(group);
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
       const from = daysAgo(Number(days) - 1);
       expect(download.suggestedFilename()).toBe(`usage-${from}-to-${today()}-by-${group}.csv`);

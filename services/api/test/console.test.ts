@@ -122,7 +122,7 @@ describe('console API', () => {
       const login = await api.req('POST', '/api/auth/login', { body: { email: account.email, password: TEST_PASSWORD } });
       const auth = { authorization: `Bearer ${login.body.token}` };
       const me = await api.req('GET', '/api/auth/session', { headers: auth });
-      expect(me.body).toEqual({ account_id: account.id, email: account.email, expires_at: login.body.expires_at });
+      expect(me.body).toEqual({ account_id: account.id, email: account.email, api_version: '2026-11-01', expires_at: login.body.expires_at });
       const out = await api.req('POST', '/api/auth/logout', { headers: auth });
       expect(out.status).toBe(204);
       expect(out.headers.get('set-cookie')).toMatch(/^session=;/);

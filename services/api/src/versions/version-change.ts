@@ -33,7 +33,10 @@ export interface ApiVersionChange {
   readonly version: string;
   /** What a client of the previous version must change to move to this one (docs/api.md lists them). */
   readonly summary: string;
-  /** Turns a request written for the previous version into one of this version (in place). */
+  /**
+   * Turns a request written for the previous version into one of this version (in place). A task's
+   * `payload` is stored from the body's raw text, exactly as sent: a transform never touches it.
+   */
   upgradeRequest?(request: VersionedRequest): void;
   /** Turns an answer of this version into the previous version's shape (in place). */
   downgradeResponse?(response: VersionedResponse): void;
