@@ -2,6 +2,7 @@
 // pool, each with a zod schema that parses its rows, so a row type is declared once and checked at
 // run time. Prisma serves the table families that are not on a hot path (docs/architecture.md).
 import type pg from 'pg';
+import { isDatabaseUnavailable } from './pg-errors';
 import type { z } from 'zod';
 
 /** The pg pool, or one client inside a transaction. */
@@ -79,6 +80,9 @@ export async function transaction<T>(pool: pg.Pool, fn: (client: SqlExecutor) =>
     await client.query(commit ? 'COMMIT' : 'ROLLBACK');
     return value;
   } catch (err) {
+    // A connection to a server that cannot serve (a standby after a switch: 25006, one shutting
+    // down) is not reused either: the next caller gets a fresh one through the proxy.
+    if (isDatabaseUnavailable(err)) lost ??= err as Error;
     // The error that aborted the transaction is the one to report; a failed ROLLBACK adds nothing.
     await client.query('ROLLBACK').catch((rollbackFailed: Error) => (lost ??= rollbackFailed));
     throw err;

@@ -12,9 +12,11 @@ export type RedisTarget = Pick<Config, 'redisUrl' | 'redisClusterNodes'> & Parti
 
 /**
  * A write sent to a primary that has just been demoted (a Sentinel or managed failover) is refused
- * with READONLY and not carried out: reconnect, which finds the new primary, and send it again.
+ * with READONLY (inside a script too: `ERR … -READONLY …`) and not carried out: reconnect, which
+ * finds the new primary. The command itself fails (not resent: inside a MULTI a lone resend would
+ * run outside the transaction); its caller retries it like any other lost connection.
  */
-const retryOnReadonly = (err: Error): 2 | false => (err.message.startsWith('READONLY') ? 2 : false);
+const retryOnReadonly = (err: Error): boolean => /\bREADONLY\b/.test(err.message);
 
 /**
  * The one place a Redis connection is made. With `redisClusterNodes`, a cluster client whose nodes
@@ -62,7 +64,8 @@ function sentinelClient(target: RedisTarget, options: RedisOptions): Redis {
     ...(target.redisSentinelPassword ? { sentinelPassword: target.redisSentinelPassword } : {}),
     ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-    ...(url.protocol === 'rediss:' ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    // rediss://: TLS to the Sentinels (sentinelTLS) and to the primary they name (tls).
+    ...(url.protocol === 'rediss:' ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
     db: Number.isInteger(db) ? db : 0,
     // Ask every Sentinel again quickly while none answers (ioredis's default waits up to 10 s).
     sentinelRetryStrategy: (times: number) => Math.min(100 * times, 1_000),
@@ -73,7 +76,7 @@ function sentinelClient(target: RedisTarget, options: RedisOptions): Redis {
 
 // What ioredis says when Redis cannot take a command now: the connection is down or was given up
 // on, the command timed out, or the server is a replica, loading, or has lost its primary.
-const REDIS_UNAVAILABLE = /^(Connection is closed|Stream isn't writeable|Command timed out|All sentinels are unreachable|READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN)/;
+const REDIS_UNAVAILABLE = /^(Connection is closed|Stream isn't writeable|Command timed out|All sentinels are unreachable|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN)|\bREADONLY\b/;
 const REDIS_UNAVAILABLE_NAMES = new Set(['MaxRetriesPerRequestError', 'ClusterAllFailedError']);
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 

@@ -3,8 +3,8 @@ import type { Logger } from '@taskapi/logger';
 import type { RedisTarget } from './redis-client';
 import { ReadinessProblem } from './readiness';
 
-/** How long one Sentinel may take to say where the primary is. */
-const SENTINEL_TIMEOUT_MS = 1_000;
+/** How long one Sentinel may take to accept a connection, and then to answer: within the 2 s of a readiness check. */
+const SENTINEL_TIMEOUT_MS = 600;
 
 /** What one Sentinel said about the primary: its address, or why it said nothing. */
 export type SentinelAnswer = { sentinel: string; primary: string } | { sentinel: string; problem: string };
@@ -22,7 +22,9 @@ export async function askSentinels(target: RedisTarget): Promise<SentinelAnswer[
         host,
         port,
         ...(target.redisSentinelPassword ? { password: target.redisSentinelPassword } : {}),
+        ...(new URL(target.redisUrl).protocol === 'rediss:' ? { tls: {} } : {}),
         lazyConnect: true,
+        enableReadyCheck: false,
         connectTimeout: SENTINEL_TIMEOUT_MS,
         commandTimeout: SENTINEL_TIMEOUT_MS,
         maxRetriesPerRequest: 0,

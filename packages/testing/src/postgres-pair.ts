@@ -209,7 +209,9 @@ export async function startPostgresPair(opts: { dir?: string } = {}): Promise<Po
       { timeoutMs: 15_000, intervalMs: 25, what: `HAProxy to send to node${primary} only` },
     );
 
+  let rebuilding: Promise<void> | undefined;
   const stop = async () => {
+    await rebuilding?.catch(() => undefined); // else its start could come after the stop below
     if (proxy && proxy.exitCode === null) {
       const exited = new Promise((resolve) => proxy!.once('exit', resolve));
       proxy.kill('SIGKILL');
@@ -253,6 +255,7 @@ export async function startPostgresPair(opts: { dir?: string } = {}): Promise<Po
       const writableAt = await waitFor(async () => (await writable()) && Date.now(), { timeoutMs: 30_000, intervalMs: 25, what: `node${next} taking writes through HAProxy` });
       const rebuilt = buildStandby(old, next);
       rebuilt.catch(() => undefined); // the caller awaits it (or not); an unhandled rejection would end the process
+      rebuilding = rebuilt;
       return { writableAt, rebuilt };
     },
     async restartPrimary(mode, pauseMs) {
