@@ -37,8 +37,10 @@ export interface RedisSentinelGroup {
    * Resolves with when the new primary took its first write (ms since the epoch).
    */
   failover(opts?: { rejoinAfterMs?: number; timeoutMs?: number }): Promise<{ oldPrimary: number; newPrimary: number; writableAt: number }>;
-  /** kill -9 of the primary alone (the Sentinels fail over if enough of them run); resolves with its port. */
+  /** kill -9 of the primary alone, the node whose ROLE says so (the Sentinels fail over if enough of them run); resolves with its port. */
   killPrimary(): Promise<number>;
+  /** Until every running Sentinel names the same primary and that node's ROLE says it is one (a failover's news has spread). */
+  untilSettled(timeoutMs?: number): Promise<number>;
   /** Until the Sentinels name `port` and it takes a write; resolves with when it did (ms since the epoch). */
   untilPrimary(port: number, timeoutMs?: number): Promise<number>;
   /** Starts a killed data node again, empty, as the replica of the current primary. */
@@ -181,10 +183,27 @@ export async function startRedisSentinels(opts: { dir?: string } = {}): Promise<
       return { oldPrimary, newPrimary, writableAt };
     },
     async killPrimary() {
-      const port = await primaryPort();
+      const roles = await Promise.all(nodePorts.map(async (p) => ((await ask(p, 'ROLE').catch(() => null)) as [string] | null)?.[0]));
+      const port = nodePorts[roles.indexOf('master')];
+      if (port === undefined) throw new Error(`no data node says it is the primary (ROLE: ${roles.join(', ')})`);
       await kill(port);
       return port;
     },
+    untilSettled: (timeoutMs = 30_000) =>
+      waitFor(
+        async () => {
+          const named = await Promise.all(
+            sentinelPorts
+              .filter((p) => procs.has(p))
+              .map(async (p) => ((await ask(p, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER_NAME).catch(() => null)) as [string, string] | null)?.[1]),
+          );
+          const port = Number(named[0]);
+          if (!named.every((n) => n !== undefined && Number(n) === port)) return false;
+          const role = (await ask(port, 'ROLE').catch(() => null)) as [string] | null;
+          return role?.[0] === 'master' && port;
+        },
+        { timeoutMs, intervalMs: 50, what: 'the Sentinels to agree on the primary' },
+      ),
     untilPrimary,
     async rejoin(port) {
       await startNode(port, await primaryPort());
