@@ -2,30 +2,16 @@
 // created through the API (so charges and refunds land in the ledger as in production), ended the
 // way the worker and the cancel endpoint end them, then moved back in time. In a database of its
 // own: queued tasks days old would otherwise be picked up by other test files' sweepers.
-import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
-import { newId } from '@taskapi/ids';
 import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
 import { API_ERRORS } from '../src/errors';
 import { USAGE } from '../src/repositories/tasks';
 import { usageReportSchema } from '../src/schemas/usage';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
+import { isoDay, seedUsageTask, type UsageEnd, type UsageKind } from './support/usage-tasks';
 
 const DAY_MS = 86_400_000;
 const DATABASE_URL = testDatabaseUrl('console_usage');
-type Kind = 'video-generation' | 'image-generation' | 'face-detection';
-type End = 'queued' | 'completed' | 'failed' | 'cancelled';
-
-const BODIES: Record<Kind, unknown> = {
-  'video-generation': { prompt: 'waves', duration_seconds: 2 },
-  'image-generation': { prompt: 'a lighthouse', width: 64, height: 64 },
-  'face-detection': { image_url: 'https://images.example.test/crowd.jpg' },
-};
-
-/** `YYYY-MM-DD` of the UTC day `daysAgo` days before today. */
-const isoDay = (daysAgo: number) => {
-  const now = new Date();
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - daysAgo * DAY_MS).toISOString().slice(0, 10);
-};
+type Kind = UsageKind;
 
 describe('GET /api/console/usage', () => {
   let api: TestApi;
@@ -35,20 +21,10 @@ describe('GET /api/console/usage', () => {
   const cost: Partial<Record<Kind, number>> = {};
 
   /** Creates a task, ends it as asked, and moves its creation `daysAgo` days back (at 00:30 UTC that day). */
-  async function seedTask(kind: Kind, end: End, daysAgo: number): Promise<string> {
-    const res = await api.req('POST', `/api/tasks/${kind}`, { headers: withKey(key), body: BODIES[kind] });
-    expect(res.status).toBe(201);
-    const publicId = res.body.public_id as string;
-    cost[kind] = res.body.cost as number;
-    if (end === 'completed' || end === 'failed') {
-      const input = end === 'completed' ? { status: TaskStatus.completed, result: { ok: true } } : { status: TaskStatus.failed, errorCode: 'engine_error' as const };
-      expect(await finishTaskAndRecord(api.deps.db.pool, api.deps.redis, publicId, owner.id, input, newId('delivery'))).not.toBeNull();
-    } else if (end === 'cancelled') {
-      expect((await api.req('POST', `/api/tasks/${publicId}/cancel`, { headers: withKey(key) })).status).toBe(200);
-    }
-    const created = new Date(`${isoDay(daysAgo)}T00:30:00Z`);
-    await api.deps.db.pool.query('UPDATE tasks SET created_at = $2 WHERE public_id = $1', [publicId, created]);
-    return publicId;
+  async function seedTask(kind: Kind, end: UsageEnd, daysAgo: number): Promise<string> {
+    const seeded = await seedUsageTask(api, owner, key, kind, end, new Date(`${isoDay(daysAgo)}T00:30:00Z`));
+    cost[kind] = seeded.cost;
+    return seeded.publicId;
   }
 
   const usage = (query = '', who: TestAccount = owner) => api.req('GET', `/api/console/usage${query}`, { headers: who.auth });

@@ -3,31 +3,18 @@
 // ledger as in production), ended the way the worker and the cancel endpoint end them, then moved
 // back in time. In a database of its own: queued tasks days old would otherwise be picked up by
 // other test files' sweepers.
-import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
-import { newId } from '@taskapi/ids';
 import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
 import { API_ERRORS } from '../src/errors';
 import { USAGE } from '../src/repositories/tasks';
 import { usageExportSchema } from '../src/schemas/usage';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
+import { isoDay, seedUsageTask, type UsageEnd, type UsageKind } from './support/usage-tasks';
 
 const DAY_MS = 86_400_000;
 const DATABASE_URL = testDatabaseUrl('usage_export');
-type Kind = 'video-generation' | 'image-generation' | 'face-detection';
-type End = 'queued' | 'completed' | 'failed' | 'cancelled';
+type Kind = UsageKind;
 
-const BODIES: Record<Kind, unknown> = {
-  'video-generation': { prompt: 'waves', duration_seconds: 2 },
-  'image-generation': { prompt: 'a lighthouse', width: 64, height: 64 },
-  'face-detection': { image_url: 'https://images.example.test/crowd.jpg' },
-};
 const COST: Record<Kind, number> = { 'video-generation': 10, 'image-generation': 2, 'face-detection': 1 };
-
-/** `YYYY-MM-DD` of the UTC day `daysAgo` days before today. */
-const isoDay = (daysAgo: number) => {
-  const now = new Date();
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - daysAgo * DAY_MS).toISOString().slice(0, 10);
-};
 
 const figures = (tasks: number, completed: number, failed: number, cancelled: number, credits: number) => ({ tasks, completed, failed, cancelled, credits });
 const ZERO = figures(0, 0, 0, 0, 0);
@@ -40,18 +27,8 @@ describe('GET /api/usage', () => {
   let trial: CreatedKey;
 
   /** Creates a task with `key`, ends it as asked, and moves its creation to `at` (an ISO instant). */
-  async function seedTask(key: CreatedKey, kind: Kind, end: End, at: string): Promise<void> {
-    const res = await api.req('POST', `/api/tasks/${kind}`, { headers: withKey(key), body: BODIES[kind] });
-    expect(res.status).toBe(201);
-    expect(res.body.cost).toBe(COST[kind]);
-    const publicId = res.body.public_id as string;
-    if (end === 'completed' || end === 'failed') {
-      const input = end === 'completed' ? { status: TaskStatus.completed, result: { ok: true } } : { status: TaskStatus.failed, errorCode: 'engine_error' as const };
-      expect(await finishTaskAndRecord(api.deps.db.pool, api.deps.redis, publicId, owner.id, input, newId('delivery'))).not.toBeNull();
-    } else if (end === 'cancelled') {
-      expect((await api.req('POST', `/api/tasks/${publicId}/cancel`, { headers: withKey(key) })).status).toBe(200);
-    }
-    await api.deps.db.pool.query('UPDATE tasks SET created_at = $2 WHERE public_id = $1', [publicId, at]);
+  async function seedTask(key: CreatedKey, kind: Kind, end: UsageEnd, at: string): Promise<void> {
+    expect((await seedUsageTask(api, owner, key, kind, end, at)).cost).toBe(COST[kind]);
   }
 
   const usage = (query: string, opts: { who?: TestAccount; accept?: string } = {}) =>
@@ -83,8 +60,7 @@ describe('GET /api/usage', () => {
     await seedTask(paid, 'video-generation', 'completed', `${isoDay(7)}T23:59:59.999Z`);
     await seedTask(trial, 'face-detection', 'completed', `${isoDay(0)}T00:00:00.000Z`);
     // Another account's task in the range.
-    const res = await api.req('POST', '/api/tasks/image-generation', { headers: withKey(otherKey), body: BODIES['image-generation'] });
-    await api.deps.db.pool.query('UPDATE tasks SET created_at = $2 WHERE public_id = $1', [res.body.public_id, `${isoDay(3)}T05:00:00Z`]);
+    await seedUsageTask(api, other, otherKey, 'image-generation', 'queued', `${isoDay(3)}T05:00:00Z`);
   });
   afterAll(async () => {
     await api?.close();
