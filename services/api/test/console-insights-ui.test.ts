@@ -14,7 +14,7 @@ import { finishTaskAndRecord, TaskStatus, type FinishTaskInput } from '@taskapi/
 import { newId } from '@taskapi/ids';
 import { waitFor } from '@taskapi/testing';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
-import { waitForText } from './support/browser';
+import { waitForText, watchConsolePage } from './support/browser';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS
@@ -156,16 +156,7 @@ describe('console usage charts and task details in a real browser', () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
     page = await context.newPage();
     page.setDefaultTimeout(15_000);
-    page.on('pageerror', (err) => browserProblems.push(`page error: ${err.message}`));
-    // CSP violations are reported as console errors: there must be none.
-    page.on('console', (m) => {
-      // Failed requests are checked below, with their URL.
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) browserProblems.push(`console: ${m.text()}`);
-    });
-    // The only refusal expected: the login page asking whether a session exists.
-    page.on('response', (r) => {
-      if (r.status() >= 400 && !(r.status() === 401 && r.url().endsWith('/api/auth/session'))) browserProblems.push(`HTTP ${r.status()}: ${r.url()}`);
-    });
+    watchConsolePage(page, browserProblems);
     await page.goto(`${api.url}/app/login`);
     await logIn(page, account);
     await page.waitForURL(`${api.url}/app`);

@@ -6,7 +6,7 @@ import { finishTaskAndRecord, recordTaskProgress, recordTaskStatus, TaskStatus }
 import { newId } from '@taskapi/ids';
 import { waitFor } from '@taskapi/testing';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
-import { waitForText } from './support/browser';
+import { waitForText, watchConsolePage } from './support/browser';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -28,14 +28,7 @@ describe('console task page: live status and progress', () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
     page.setDefaultTimeout(15_000);
-    page.on('pageerror', (err) => browserProblems.push(`page error: ${err.message}`));
-    // CSP violations are console errors; the login page's session probe is the one expected refusal.
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) browserProblems.push(`console: ${m.text()}`);
-    });
-    page.on('response', (r) => {
-      if (r.status() >= 400 && !(r.status() === 401 && r.url().endsWith('/api/auth/session'))) browserProblems.push(`HTTP ${r.status()}: ${r.url()}`);
-    });
+    watchConsolePage(page, browserProblems);
     await page.goto(`${api.url}/app/login`);
     await page.getByLabel('E-mail', { exact: true }).fill(account.email);
     await page.getByLabel('Password', { exact: true }).fill(account.password);

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { NEWEST_VERSION } from '../src/versions/registry';
 import { createKey, seedAccount, startApi, withKey, type TestAccount, type TestApi } from './support/harness';
-import { waitForText } from './support/browser';
+import { waitForText, watchConsolePage } from './support/browser';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -35,14 +35,7 @@ describe('dashboard: usage CSV download and API version, in a real browser', () 
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
     page = await context.newPage();
     page.setDefaultTimeout(15_000);
-    page.on('pageerror', (err) => browserProblems.push(`page error: ${err.message}`));
-    // CSP violations are reported as console errors: there must be none.
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) browserProblems.push(`console: ${m.text()}`);
-    });
-    page.on('response', (r) => {
-      if (r.status() >= 400 && !(r.status() === 401 && r.url().endsWith('/api/auth/session'))) browserProblems.push(`HTTP ${r.status()}: ${r.url()}`);
-    });
+    watchConsolePage(page, browserProblems);
     await page.goto(`${api.url}/app/login`);
     await page.getByLabel('E-mail', { exact: true }).fill(account.email);
     await page.getByLabel('Password', { exact: true }).fill(account.password);
