@@ -126,13 +126,19 @@ export async function superviseChild(name: string, child: ChildProcess, readyLin
   // 'close', not 'exit': the last log lines (the graceful stop) may still be in the pipe at 'exit'.
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const readyLines = Array.isArray(readyLine) ? readyLine : [readyLine];
-  await waitFor(
-    () => {
-      if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}): ${stderr}`);
-      return readyLines.every((line) => logs.some((l) => l.message === line));
-    },
-    { timeoutMs: 60_000, what: `${name} to start` },
-  );
+  try {
+    await waitFor(
+      () => {
+        if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}): ${stderr}`);
+        return readyLines.every((line) => logs.some((l) => l.message === line));
+      },
+      { timeoutMs: 60_000, what: `${name} to start` },
+    );
+  } catch (err) {
+    // The test never gets the process to stop: one still waiting (for a dependency, say) would outlive the run.
+    for (const pid of [...descendants(child.pid!)].reverse().concat(child.pid!).filter(isAlive)) process.kill(pid, 'SIGKILL');
+    throw err;
+  }
   const pids = [child.pid!, ...descendants(child.pid!)];
   const kill = async (signal: NodeJS.Signals) => {
     if (signal === 'SIGKILL') {
