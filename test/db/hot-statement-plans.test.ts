@@ -10,11 +10,8 @@ import pg from 'pg';
 import type { SqlExecutor } from '@taskapi/db';
 import { finishTask, TaskStatus } from '@taskapi/domain';
 import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
-import { claimAndLoad } from '../../services/webhook-dispatcher/src/domain/claim-and-load';
-import { claimAttempt } from '../../services/webhook-dispatcher/src/domain/claim-attempt';
-import { loadDelivery } from '../../services/webhook-dispatcher/src/domain/load-delivery';
-import { recordAttempt } from '../../services/webhook-dispatcher/src/domain/record-attempt';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
+import { claimAndLoad, claimAttempt, loadDelivery, recordAttempt } from '../../services/webhook-dispatcher/src/repositories/deliveries';
 import { claimTask, handBackTask, pendingTasksPage, taskStatus } from '../../services/worker/src/repositories/tasks';
 
 const DATABASE_URL = testDatabaseUrl('plans');

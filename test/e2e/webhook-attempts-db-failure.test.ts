@@ -15,7 +15,7 @@ import {
   type TcpRelay,
 } from '@taskapi/testing';
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
-import { claimAttempt } from '../../services/webhook-dispatcher/src/domain/claim-attempt';
+import { claimAttempt } from '../../services/webhook-dispatcher/src/repositories/deliveries';
 import { UNKNOWN_RESULT_ERROR } from '../../services/webhook-dispatcher/src/domain/send-attempt';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
 import { startDispatcher, startSystem, startWorker, type Running, type TestSystem } from './support/system';

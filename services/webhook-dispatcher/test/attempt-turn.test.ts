@@ -4,9 +4,8 @@
 // measured by the database's clock, so nothing waits). In a database of this file's own.
 import pg from 'pg';
 import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
-import { claimAttempt } from '../src/domain/claim-attempt';
-import { attemptTurn, loadDelivery } from '../src/domain/load-delivery';
-import { recordAttempt } from '../src/domain/record-attempt';
+import { attemptTurn } from '../src/domain/attempt-turn';
+import { claimAttempt, loadDelivery, recordAttempt } from '../src/repositories/deliveries';
 import { seedAccount, seedDelivery } from './support/deliveries';
 
 const DATABASE_URL = testDatabaseUrl('dispatcher_turns');

@@ -4,10 +4,7 @@
 // this file's own.
 import pg from 'pg';
 import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
-import { claimAndLoad } from '../src/domain/claim-and-load';
-import { claimAttempt } from '../src/domain/claim-attempt';
-import { loadDelivery } from '../src/domain/load-delivery';
-import { recordAttempt, type AttemptRecord } from '../src/domain/record-attempt';
+import { claimAndLoad, claimAttempt, loadDelivery, recordAttempt, type AttemptRecord } from '../src/repositories/deliveries';
 import { attemptsOf, deliveryRowOf, seedAccount, seedDelivery } from './support/deliveries';
 
 const DATABASE_URL = testDatabaseUrl('dispatcher_claims');

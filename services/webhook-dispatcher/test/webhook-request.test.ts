@@ -8,10 +8,9 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { encryptSecret, webhookSecretContext, webhookSigningKeys } from '@taskapi/crypto';
 import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
-import { claimAndLoad } from '../src/domain/claim-and-load';
-import { loadDelivery } from '../src/domain/load-delivery';
+import { claimAndLoad, loadDelivery } from '../src/repositories/deliveries';
 import { webhookBody, webhookRequest } from '../src/domain/webhook-request';
-import type { ClaimedDelivery } from '../src/domain/claim-and-load';
+import type { ClaimedDelivery } from '../src/repositories/deliveries';
 import { createSecretCache } from '../src/infra/secret-cache';
 import { seedAccount, seedDelivery } from './support/deliveries';
 

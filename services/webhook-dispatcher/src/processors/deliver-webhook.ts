@@ -3,16 +3,14 @@ import type { SqlExecutor } from '@taskapi/db';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
 import { WEBHOOK_QUEUE, type WebhookAttemptResult, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
-import { claimAndLoad } from '../domain/claim-and-load';
-import { claimAttempt } from '../domain/claim-attempt';
-import { attemptTurn, loadDelivery, type DeliveryToSend } from '../domain/load-delivery';
-import { recordAttempt } from '../domain/record-attempt';
+import { attemptTurn } from '../domain/attempt-turn';
 import { retryDueInMs, stateAfterAttempt } from '../domain/retry-schedule';
 import { sendAttempt, unknownResult, type WebhookRequest } from '../domain/send-attempt';
 import { webhookRequest } from '../domain/webhook-request';
 import { retryWhileDatabaseUnavailable } from '../infra/database-unavailable';
 import type { DispatcherMetrics } from '../infra/metrics';
 import { createSecretCache, type SecretCache } from '../infra/secret-cache';
+import { claimAndLoad, claimAttempt, loadDelivery, recordAttempt, type DeliveryToSend } from '../repositories/deliveries';
 
 export interface DeliverWebhookDeps {
   db: SqlExecutor;

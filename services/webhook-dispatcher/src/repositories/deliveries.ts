@@ -57,12 +57,16 @@ ${insertClaimedAttempt('$3')}
 RETURNING id`;
 
 /**
- * Claims attempt number `attempt` of pending delivery `deliveryId`: its count moves to `attempt`
- * and the attempt's row is written in flight, started at `startedAt`.
+ * Claims attempt number `attempt` of a delivery before its webhook is sent: its count moves to
+ * `attempt` and the attempt's row is written in flight, started at `startedAt`. Once this commits,
+ * the number belongs to one POST and is never sent again, whatever happens to the dispatcher.
+ * A number is claimable only as the next number of a pending delivery whose previous attempt is
+ * recorded: of two dispatchers racing for it one gets it, and no attempt starts while the one
+ * before it is in flight.
  * @returns false when nothing was claimed: `attempt` is not the next number, the previous attempt
  *   is in flight, or the delivery is not pending (or unknown).
  */
-export async function claimAttemptNumber(db: SqlExecutor, deliveryId: string, attempt: number, startedAt: Date): Promise<boolean> {
+export async function claimAttempt(db: SqlExecutor, deliveryId: string, attempt: number, startedAt: Date): Promise<boolean> {
   return (await execute(db, 'dispatcher-claim-attempt', CLAIM_ATTEMPT_SQL, [deliveryId, attempt, startedAt])) > 0;
 }
 
@@ -89,10 +93,10 @@ SELECT d.id, d.url, d.task_status,
   z.object(requestFields),
 );
 
-/** A delivery claimed by `claimAttemptAndLoad`: what its request needs (the secret is the caller's). */
+/** A delivery claimed by `claimAndLoad`: what its request needs (the secret is the caller's). */
 export type ClaimedDelivery = z.output<typeof CLAIM_AND_LOAD.row>;
 
-/** The claim of `claimAttemptNumber`, made only while account `accountId`'s secret is still `ciphertext`. */
+/** The claim of `claimAttempt`, made only while account `accountId`'s secret is still `ciphertext`. */
 export interface ClaimAndLoad {
   deliveryId: string;
   attempt: number;
@@ -102,11 +106,15 @@ export interface ClaimAndLoad {
 }
 
 /**
- * `claimAttemptNumber` and the load of what the request needs, in one round trip, made only while
- * the delivery belongs to `accountId` and that account's secret is still `ciphertext`.
- * @returns null when nothing was claimed (any condition of either).
+ * `claimAttempt` and the load of what the request needs, in one round trip, when the caller knows
+ * the account and holds the plaintext of `ciphertext` (its cache of decrypted secrets): made only
+ * while the delivery belongs to `accountId` and that account's secret is still `ciphertext`, so a
+ * secret that cannot be decrypted never takes a number here either.
+ * @returns null when nothing was claimed: not this number's turn, the delivery is done, the last
+ *   attempt is in flight, or the secret was rotated since; the caller then takes the full path
+ *   (load, decrypt, claim), which tells these apart.
  */
-export function claimAttemptAndLoad(db: SqlExecutor, c: ClaimAndLoad): Promise<ClaimedDelivery | null> {
+export function claimAndLoad(db: SqlExecutor, c: ClaimAndLoad): Promise<ClaimedDelivery | null> {
   return queryFirst(db, CLAIM_AND_LOAD, [c.deliveryId, c.attempt, c.accountId, c.ciphertext, c.startedAt]);
 }
 
@@ -142,7 +150,7 @@ const LOAD_DELIVERY = statement(
 export type DeliveryToSend = z.output<typeof LOAD_DELIVERY.row>;
 
 /** The delivery, its last attempt's claim, its task's outcome and its account's secret; null when unknown. */
-export function loadDeliveryToSend(db: SqlExecutor, deliveryId: string): Promise<DeliveryToSend | null> {
+export function loadDelivery(db: SqlExecutor, deliveryId: string): Promise<DeliveryToSend | null> {
   return queryFirst(db, LOAD_DELIVERY, [deliveryId]);
 }
 
@@ -186,13 +194,22 @@ UPDATE webhook_deliveries d
 RETURNING d.id`;
 
 /**
+ * How long one recording may wait for PostgreSQL before it counts as unreachable and is tried
+ * again: without it, a connection that went silent (no reset) would hold the result for as long as
+ * TCP takes to give up, and the result would not yet be kept in the job.
+ */
+export const RECORD_TIMEOUT_MS = 10_000;
+
+/**
  * Writes the result of claimed attempt `r.attempt` and the delivery's new state, together, only
- * while that attempt is in flight and is the latest of a pending delivery.
+ * while that attempt is in flight and is the latest of a pending delivery: a second recording of
+ * the same attempt (a rerun of the job, a retry after a timeout that did commit) changes nothing,
+ * so an attempt is recorded exactly once.
  * @param timeoutMs how long to wait for PostgreSQL before the query fails (pg's `query_timeout`;
  *   the pool then drops the connection).
- * @returns false when nothing was written: recorded already, or never claimed.
+ * @returns false when nothing was written: recorded already, or never claimed (or not in flight).
  */
-export async function recordAttemptResult(db: SqlExecutor, r: AttemptRecord, timeoutMs: number): Promise<boolean> {
+export async function recordAttempt(db: SqlExecutor, r: AttemptRecord, timeoutMs = RECORD_TIMEOUT_MS): Promise<boolean> {
   // `execute` with pg's per-query read timeout, which pg's typings (and so `execute`) omit.
   const query: QueryConfig & { query_timeout: number } = {
     name: 'dispatcher-record-attempt',

@@ -1,12 +1,4 @@
-import type { SqlExecutor } from '@taskapi/db';
-import { loadDeliveryToSend, type DeliveryToSend } from '../repositories/deliveries';
-
-export type { DeliveryToSend } from '../repositories/deliveries';
-
-/** The delivery with what its webhook needs, and the state of its last attempt; null when unknown. */
-export function loadDelivery(db: SqlExecutor, deliveryId: string): Promise<DeliveryToSend | null> {
-  return loadDeliveryToSend(db, deliveryId);
-}
+import type { DeliveryToSend } from '../repositories/deliveries';
 
 /** What a run of attempt `attempt`'s job does with its delivery as loaded (see `attemptTurn`). */
 export type AttemptTurn =
