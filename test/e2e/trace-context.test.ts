@@ -83,12 +83,12 @@ describe('trace context without an exporter endpoint', () => {
     expect(dispatcher.logs).toContainEqual(expect.objectContaining({ message: 'webhook delivered', public_id: publicId, trace_id: TRACE }));
   }, 60_000);
 
-  it('an invalid traceparent (all-zero trace id) starts a new trace, carried alike', async () => {
+  it('an invalid traceparent (all-zero trace id) starts a new trace, sampled (-01: a worker or dispatcher that exports records it), carried alike', async () => {
     const publicId = await create('/invalid', { traceparent: `00-${'0'.repeat(32)}-${PARENT}-01` });
     const hook = await delivered('/invalid', publicId);
     const [traceId] = await attemptTraceIds(publicId);
     expect(traceId).toMatch(/^(?!0{32})[0-9a-f]{32}$/);
-    expect(hook.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+    expect(hook.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     const access = await waitFor(() => api.logs.find((l) => l.method === 'POST' && l.public_id === publicId), { what: 'the access line' });
     expect(access.trace_id).toBe(traceId);
   }, 60_000);

@@ -1,7 +1,11 @@
 // Tracing end to end: the API, the worker and the dispatcher run from dist/ as their own processes
 // (the instrumentations patch modules as they are required, which jest's module loader bypasses)
 // and export to a collector in this test (OTLP/HTTP, JSON as shipped; protobuf in one test). One trace per task, from the
-// creation request to each webhook attempt, through retries and a worker killed mid-task.
+// creation request to each webhook attempt, through retries and a worker killed mid-task; what
+// starts a trace (writes, not reads, probes or scrapes, unless the caller's traceparent is
+// sampled), command spans only when asked for, and a task traced by hand (an API without an
+// endpoint) recorded by the services that export, its Cog requests carrying its traceparent.
+import { randomBytes } from 'node:crypto';
 import { predictionId } from '@taskapi/domain';
 import {
   freePort,
@@ -22,6 +26,16 @@ import { startChild, startSystem, type ChildService, type TestSystem } from './s
 import { waitForTask } from './support/tasks';
 
 const KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
+
+/** A caller's `traceparent`, sampled (`01`) or not (`00`), in a new trace. */
+const callerTrace = (flags: '00' | '01') => {
+  const traceId = randomBytes(16).toString('hex');
+  const parentId = randomBytes(8).toString('hex');
+  return { traceId, parentId, header: `00-${traceId}-${parentId}-${flags}` };
+};
+
+/** The database a command span names (pg: `postgresql`, ioredis: `redis`), under either semantic convention. */
+const dbSystem = (s: ReceivedSpan) => s.attributes['db.system.name'] ?? s.attributes['db.system'];
 
 describe('a task traced end to end', () => {
   let redis: PrivateRedis;
@@ -73,10 +87,10 @@ describe('a task traced end to end', () => {
     await Promise.all(workers.splice(0).map((w) => (w.child.exitCode === null && w.child.signalCode === null ? w.kill('SIGKILL') : undefined)));
   });
 
-  async function worker(): Promise<ChildService> {
+  async function worker(extra: Record<string, string> = {}): Promise<ChildService> {
     const child = await startChild(
       'worker',
-      { ...serviceEnv, WORKER_KINDS: 'image-generation,video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_WEBHOOK_BASE_URL: apiUrl },
+      { ...serviceEnv, WORKER_KINDS: 'image-generation,video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_WEBHOOK_BASE_URL: apiUrl, ...extra },
       'worker started',
       'node',
     );
@@ -149,6 +163,8 @@ describe('a task traced end to end', () => {
     // Every span the collector has hangs from the root: no orphans, a single trace.
     for (const s of spans) if (s !== root) expect([s.name, ancestors(spans, s).at(-1)?.spanId]).toEqual([s.name, root.spanId]);
 
+    // PostgreSQL and Redis command spans are opt-in (OTEL_NODE_ENABLED_INSTRUMENTATIONS).
+    expect([spans.filter((s) => dbSystem(s) !== undefined).map((s) => s.name), info]).toEqual([[], info]);
     const producer = spans.find((s) => s.service === 'api' && s.kind === KIND.producer);
     const consumer = spans.find((s) => s.service === 'worker' && s.kind === KIND.consumer);
     const run = spans.find((s) => s.name === 'run image-generation')!;
@@ -170,6 +186,8 @@ describe('a task traced end to end', () => {
     const id = predictionId(publicId, 1);
     await cog.waitForHeld(id);
     const traceId = (await accessLine(publicId)).trace_id as string;
+    // The model server got the run's traceparent (the undici instrumentation's request span).
+    expect(cog.predictions().find((p) => p.id === id)?.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     // What the first run did before the kill (its request to the model server) reached the
     // collector; its own span never ends, so it is never exported.
     const firstPid = first.child.pid!;
@@ -228,7 +246,10 @@ describe('a task traced end to end', () => {
     );
     children.push(proto);
     const serverSpansOf = (pid: number | undefined) => collector.spans.filter((s) => s.resource['process.pid'] === pid && s.kind === KIND.server);
-    for (const base of [apiUrl, `http://127.0.0.1:${port}`]) expect((await fetch(`${base}/api/tasks/task_doesnotexist`, { headers: withKey(key) })).status).toBe(404);
+    // A read is traced when its caller's traceparent is sampled.
+    for (const base of [apiUrl, `http://127.0.0.1:${port}`]) {
+      expect((await fetch(`${base}/api/tasks/task_doesnotexist`, { headers: { ...withKey(key), traceparent: callerTrace('01').header } })).status).toBe(404);
+    }
     await waitFor(() => serverSpansOf(proto.child.pid).length > 0 && serverSpansOf(api.child.pid).length > 0, { what: 'a server span from each API' });
     expect(new Set(serverSpansOf(proto.child.pid).map((s) => s.encoding))).toEqual(new Set(['protobuf']));
     expect(new Set(serverSpansOf(api.child.pid).map((s) => s.encoding))).toEqual(new Set(['json']));
@@ -246,16 +267,104 @@ describe('a task traced end to end', () => {
     );
     children.push(lonely);
     const base = `http://127.0.0.1:${port}`;
-    for (let i = 0; i < 5; i++) expect((await fetch(`${base}/api/tasks/task_doesnotexist${i}`, { headers: withKey(key) })).status).toBe(404);
+    const read = (i: number) => fetch(`${base}/api/tasks/task_doesnotexist${i}`, { headers: { ...withKey(key), traceparent: callerTrace('01').header } });
+    for (let i = 0; i < 5; i++) expect((await read(i)).status).toBe(404);
     const dropped = async () => {
       const text = await (await fetch(`${base}/metrics`)).text();
       return Number(/^taskapi_otel_spans_dropped_total\{service="api"\} (\d+)/m.exec(text)?.[1] ?? NaN);
     };
     await waitFor(async () => (await dropped()) >= 5, { timeoutMs: 30_000, intervalMs: 250, what: 'dropped spans to be counted' });
-    for (let i = 0; i < 5; i++) expect((await fetch(`${base}/api/tasks/task_doesnotexist${i}`, { headers: withKey(key) })).status).toBe(404);
+    for (let i = 0; i < 5; i++) expect((await read(i)).status).toBe(404);
     await waitFor(async () => (await dropped()) >= 10, { timeoutMs: 30_000, intervalMs: 250, what: 'more dropped spans' });
     expect(lonely.logs.filter((l) => l.message === 'trace spans dropped')).toEqual([expect.objectContaining({ service: 'api', level: 'warn' })]);
     await lonely.stop();
     expect(lonely.child.exitCode).toBe(0);
+  }, 90_000);
+
+  it('writes start a trace; reads, probes and /metrics only with a sampled traceparent, and their access lines name only recorded traces', async () => {
+    const stamp = Date.now();
+    const readPath = `/api/tasks/task_policy${stamp}`;
+    const unsampled = callerTrace('00');
+    const sampled = callerTrace('01');
+    expect((await fetch(`${apiUrl}${readPath}`, { headers: withKey(key) })).status).toBe(404);
+    expect((await fetch(`${apiUrl}${readPath}`, { headers: { ...withKey(key), traceparent: unsampled.header } })).status).toBe(404);
+    expect((await fetch(`${apiUrl}/healthz`)).status).toBe(200);
+    expect((await fetch(`${apiUrl}/metrics`)).status).toBe(200);
+    expect((await fetch(`${apiUrl}${readPath}`, { headers: { ...withKey(key), traceparent: sampled.header } })).status).toBe(404);
+    // A write, last: once its span is in, the spans of every request before it would be too
+    // (spans go out in the order they end, from one queue).
+    const cancelPath = `/api/tasks/task_policy${stamp}/cancel`;
+    expect((await fetch(`${apiUrl}${cancelPath}`, { method: 'POST', headers: withKey(key) })).status).toBe(404);
+    const fromApi = () => collector.spans.filter((s) => s.resource['process.pid'] === api.child.pid && s.kind === KIND.server);
+    const cancel = await waitFor(() => fromApi().find((s) => s.attributes['url.path'] === cancelPath), { what: "the cancel's server span" });
+    expect(cancel).toMatchObject({ parentSpanId: '', name: 'POST /api/tasks/{publicId}/cancel' });
+    const reads = fromApi().filter((s) => s.attributes['url.path'] === readPath);
+    expect(reads.map((s) => [s.traceId, s.parentSpanId])).toEqual([[sampled.traceId, sampled.parentId]]);
+    expect(fromApi().filter((s) => s.attributes['url.path'] === '/healthz' || s.attributes['url.path'] === '/metrics')).toEqual([]);
+    expect(collector.trace(unsampled.traceId)).toEqual([]);
+    const lines = await waitFor(() => {
+      const found = api.logs.filter((l) => l.path === readPath);
+      return found.length === 3 ? found : undefined;
+    }, { what: 'the three access lines' });
+    expect(lines.map((l) => l.trace_id)).toEqual([undefined, undefined, sampled.traceId]);
+    expect((await waitFor(() => api.logs.find((l) => l.path === cancelPath), { what: "the cancel's access line" })).trace_id).toBe(cancel.traceId);
+  });
+
+  it('OTEL_NODE_ENABLED_INSTRUMENTATIONS=pg,ioredis adds PostgreSQL and Redis command spans to a creation', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const verbose = await startChild('api', { ...serviceEnv, PORT: String(port), PUBLIC_BASE_URL: base, OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'pg,ioredis' }, 'api listening', 'node');
+    children.push(verbose);
+    const res = await fetch(`${base}/api/tasks/video-generation`, {
+      method: 'POST',
+      headers: { ...withKey(key), 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'command spans', duration_seconds: 1 }),
+    });
+    expect(res.status).toBe(201);
+    const { public_id: publicId } = (await res.json()) as { public_id: string };
+    const line = await waitFor(() => verbose.logs.find((l) => l.method === 'POST' && l.public_id === publicId), { what: 'the access line' });
+    const traceId = line.trace_id as string;
+    const spans = await collector.waitForTrace(traceId, (x) => x.some((s) => dbSystem(s) === 'postgresql') && x.some((s) => dbSystem(s) === 'redis'), {
+      what: 'pg and ioredis spans in the creation',
+    });
+    expect(spans.find((s) => s.parentSpanId === '')).toMatchObject({ service: 'api', name: 'POST /api/tasks/video-generation' });
+    expect((await fetch(`${base}/api/tasks/${publicId}/cancel`, { method: 'POST', headers: withKey(key) })).status).toBe(200);
+    await verbose.stop();
+  }, 60_000);
+
+  it('a task traced by hand (an API without an endpoint) is sampled: the worker and the dispatcher that export record it; a worker without an endpoint sends its traceparent to the Cog server', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const handApi = await startChild('api', { ...serviceEnv, PORT: String(port), PUBLIC_BASE_URL: base, OTEL_EXPORTER_OTLP_ENDPOINT: '' }, 'api listening', 'node');
+    children.push(handApi);
+    const createdBy = async (kind: string, body: Record<string, unknown>) => {
+      const res = await fetch(`${base}/api/tasks/${kind}`, { method: 'POST', headers: { ...withKey(key), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(res.status).toBe(201);
+      const { public_id: publicId } = (await res.json()) as { public_id: string };
+      const line = await waitFor(() => handApi.logs.find((l) => l.method === 'POST' && l.public_id === publicId), { what: 'the access line' });
+      return { publicId, traceId: line.trace_id as string };
+    };
+
+    // Recorded downstream: the run and the attempt, in the task's trace, sampled.
+    const exporting = await worker();
+    const image = await createdBy('image-generation', { prompt: 'traced by hand', width: 64, height: 64, callback_url: receiver.url('/by-hand') });
+    expect(image.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect((await waitForTask(system.api, key.plaintext, image.publicId)).status).toBe(20);
+    const [hook] = await receiver.waitForCount('/by-hand', 1);
+    expect(hook!.headers.traceparent).toMatch(new RegExp(`^00-${image.traceId}-[0-9a-f]{16}-01$`));
+    const spans = await collector.waitForTrace(image.traceId, (x) => x.some((s) => s.name === 'run image-generation') && x.some((s) => s.name === 'webhook attempt'));
+    expect(spans.filter((s) => s.service === 'api')).toEqual([]);
+    await exporting.stop();
+
+    // No endpoint on the worker either: its Cog request still carries the task's trace.
+    const byHand = await worker({ OTEL_EXPORTER_OTLP_ENDPOINT: '', COG_WEBHOOK_BASE_URL: base });
+    const video = await createdBy('video-generation', { prompt: 'cog by hand', duration_seconds: 1 });
+    const id = predictionId(video.publicId, 1);
+    await cog.waitForHeld(id);
+    expect(cog.predictions().find((p) => p.id === id)?.traceparent).toMatch(new RegExp(`^00-${video.traceId}-[0-9a-f]{16}-01$`));
+    cog.held.release(id);
+    expect((await waitForTask(system.api, key.plaintext, video.publicId)).status).toBe(20);
+    await byHand.stop();
+    await handApi.stop();
   }, 90_000);
 });

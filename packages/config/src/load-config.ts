@@ -19,6 +19,10 @@ const hostPortList = () =>
 const httpUrl = (problem: string) => z.url({ protocol: /^https?$/, ...named(problem) });
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
 
+/** Instrumentations that are off unless `OTEL_NODE_ENABLED_INSTRUMENTATIONS` names them. */
+export const OPTIONAL_INSTRUMENTATIONS = ['pg', 'ioredis'] as const;
+export type OptionalInstrumentation = (typeof OPTIONAL_INSTRUMENTATIONS)[number];
+
 /** OpenTelemetry (docs/architecture.md, "Tracing"): the standard `OTEL_*` names, read here like every other variable. */
 const telemetrySettings = {
   /** `true`: the SDK is not started at all (no spans, no `traceparent`, no `trace_id` on lines). */
@@ -45,6 +49,17 @@ const telemetrySettings = {
   ),
   /** `service.name` of the spans; default the service's own (`api`, `worker`, `webhook-dispatcher`). */
   serviceName: variable('OTEL_SERVICE_NAME', z.string().min(1).optional()),
+  /**
+   * The standard `OTEL_NODE_ENABLED_INSTRUMENTATIONS`: `pg` and `ioredis` add a span per
+   * PostgreSQL and Redis command inside a traced request or run (opt-in: they are most of a trace's
+   * spans and cost). `http` and `undici`, the task's own request spans, are always on and may be named.
+   */
+  enabledInstrumentations: variable(
+    'OTEL_NODE_ENABLED_INSTRUMENTATIONS',
+    commaList((s) => (OPTIONAL_INSTRUMENTATIONS.includes(s as OptionalInstrumentation) || s === 'http' || s === 'undici' ? s : undefined))
+      .transform((names) => Object.freeze(names.filter((n): n is OptionalInstrumentation => OPTIONAL_INSTRUMENTATIONS.includes(n as OptionalInstrumentation))))
+      .optional(),
+  ),
   /** Share of new traces recorded when exporting, 0 to 1 (parent-based: a sampled caller's trace is kept). */
   samplerRatio: variable(
     'OTEL_TRACES_SAMPLER_ARG',

@@ -33,6 +33,15 @@ describe('configuration', () => {
     expect(() => loadTelemetryConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL must be http\/json or http\/protobuf \(grpc is not supported\)/);
   });
 
+  it('PostgreSQL and Redis command spans only when OTEL_NODE_ENABLED_INSTRUMENTATIONS names them; unknown names are refused', () => {
+    expect(loadTelemetryConfig({}).enabledInstrumentations).toBeUndefined();
+    expect(loadTelemetryConfig({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: '' }).enabledInstrumentations).toBeUndefined();
+    expect(loadTelemetryConfig({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'pg, ioredis' }).enabledInstrumentations).toEqual(['pg', 'ioredis']);
+    // The task's own request spans are always on: naming them is allowed and changes nothing.
+    expect(loadTelemetryConfig({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'http,undici,pg' }).enabledInstrumentations).toEqual(['pg']);
+    expect(() => loadTelemetryConfig({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'pg,mongodb' })).toThrow(/OTEL_NODE_ENABLED_INSTRUMENTATIONS.*"mongodb" is not valid/);
+  });
+
   it('engines and workers per kind', () => {
     const c = loadConfig({
       ...SECRETS,

@@ -18,6 +18,26 @@ export function activeTraceId(ctx: Context = context.active()): string | undefin
 }
 
 /**
+ * The active trace id when its span is recorded (a request the policy traces, or whose caller
+ * sent a sampled `traceparent`), else undefined: an access line names only traces that exist.
+ */
+export function recordedTraceId(ctx: Context = context.active()): string | undefined {
+  const span = trace.getSpan(ctx);
+  return span?.isRecording() ? span.spanContext().traceId : undefined;
+}
+
+/**
+ * Headers that carry the active trace on a request this process makes (a Cog prediction): without
+ * the SDK, by hand — the active trace (the run's, which is the task's) with a new span id; with the
+ * SDK, none, as the undici instrumentation adds the request span's own `traceparent`.
+ */
+export function handCarriedHeaders(): Record<string, string> {
+  if (telemetryMode() !== 'propagate-only') return {};
+  const traceParent = continuedTraceParent(activeTraceParent());
+  return traceParent ? { traceparent: traceParent } : {};
+}
+
+/**
  * A context whose parent is the span a stored `traceparent` names (a remote parent), or the root
  * context when there is none or it is malformed.
  */

@@ -1,4 +1,5 @@
-import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
+import { context, diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -18,6 +19,7 @@ import {
 } from '@opentelemetry/sdk-trace';
 import type { Context } from '@opentelemetry/api';
 import type { Span } from '@opentelemetry/sdk-trace';
+import { TracePolicySampler } from './trace-policy';
 
 /** What `startTelemetry` reads: `config.telemetry` of @taskapi/config (the standard `OTEL_*` variables). */
 export interface TelemetrySettings {
@@ -28,6 +30,8 @@ export interface TelemetrySettings {
   headers?: Readonly<Record<string, string>> | undefined;
   serviceName?: string | undefined;
   samplerRatio: number;
+  /** `OTEL_NODE_ENABLED_INSTRUMENTATIONS`'s opt-in instrumentations: `pg`, `ioredis` (none by default). */
+  enabledInstrumentations?: ReadonlyArray<'pg' | 'ioredis'> | undefined;
 }
 
 /** How tracing runs in this process: no trace context, the task's carried by hand, or the SDK exporting spans. */
@@ -123,11 +127,6 @@ function namesItsParent(request: { headers: string | Array<string | string[]> })
   return false;
 }
 
-/** Probes and scrapes (every few seconds, from the platform): no trace of their own. */
-function isProbe(request: { url?: string | undefined }): boolean {
-  return request.url !== undefined && /^\/(healthz|readyz|metrics)(\?|$)/.test(request.url);
-}
-
 /** The SDK's own complaints (an exporter's errors are counted above) go to stderr as JSON, warnings and up. */
 const diagToStderr: DiagLogger = {
   error: (message) => process.stderr.write(`${JSON.stringify({ level: 'error', message: `opentelemetry: ${message}` })}\n`),
@@ -143,17 +142,20 @@ const diagToStderr: DiagLogger = {
  * docs/architecture.md, "Tracing":
  *
  * - `OTEL_SDK_DISABLED=true`: nothing is started; new tasks get no trace context.
- * - no `OTEL_EXPORTER_OTLP_ENDPOINT` (the default): nothing is started either; the task's trace
- *   context is carried by hand (`trace-context.ts`: stored at creation, logged by the worker, sent
- *   on each webhook attempt), which costs nothing on any other request.
+ * - no `OTEL_EXPORTER_OTLP_ENDPOINT` (the default): no SDK; the task's trace context is carried by
+ *   hand (`trace-context.ts`: stored at creation, logged by the worker, sent with its Cog requests
+ *   and on each webhook attempt), which costs nothing on any other request. Only a context manager
+ *   runs, so that a run's context reaches the engine's requests.
  * - an endpoint: the SDK with its instrumentations, spans exported over OTLP/HTTP (JSON, or
  *   protobuf with `OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`) to `<endpoint>/v1/traces`,
- *   `MAX_QUEUED_SPANS` at most waiting.
+ *   `MAX_QUEUED_SPANS` at most waiting. What starts a trace is `tracedByDefault`'s policy;
+ *   PostgreSQL and Redis command spans only with `OTEL_NODE_ENABLED_INSTRUMENTATIONS=pg,ioredis`.
  */
 export function startTelemetry(defaultServiceName: string, settings: TelemetrySettings): TelemetryMode {
   if (state.mode !== 'disabled' || settings.sdkDisabled) return state.mode;
   state.service = settings.serviceName ?? defaultServiceName;
   if (settings.endpoint === undefined) {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     state.mode = 'propagate-only';
     return state.mode;
   }
@@ -161,18 +163,20 @@ export function startTelemetry(defaultServiceName: string, settings: TelemetrySe
   // JSON by default: exporting as JSON cost the API less than protobuf in every interleaved bench
   // run (docs/performance.md, "Tracing (section 11)"), for bodies about 2.4 times larger.
   const Exporter = settings.protocol === 'http/protobuf' ? ProtobufTraceExporter : JsonTraceExporter;
+  const enabled = new Set(settings.enabledInstrumentations ?? []);
   const sdk = new NodeSDK({
     resource: resourceFromAttributes({ 'service.name': state.service, 'process.pid': process.pid }),
     autoDetectResources: false,
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.samplerRatio) }),
+    sampler: new ParentBasedSampler({ root: new TracePolicySampler(new TraceIdRatioBasedSampler(settings.samplerRatio)) }),
     spanProcessors: [new BoundedExport(new Exporter({ url: `${settings.endpoint}/v1/traces`, headers: { ...settings.headers }, timeoutMillis: 10_000 }))],
     instrumentations: [
       // No Express instrumentation: the route table names the server span and sets http.route
       // (nameServerSpan), and a span per middleware was a large part of the cost of a read.
-      new HttpInstrumentation({ ignoreIncomingRequestHook: isProbe }),
+      new HttpInstrumentation(),
       new UndiciInstrumentation({ ignoreRequestHook: namesItsParent }),
-      new PgInstrumentation({ requireParentSpan: true }),
-      new IORedisInstrumentation({ requireParentSpan: true }),
+      // A span per command: most of a task's spans and of their cost, so only when asked for.
+      ...(enabled.has('pg') ? [new PgInstrumentation({ requireParentSpan: true })] : []),
+      ...(enabled.has('ioredis') ? [new IORedisInstrumentation({ requireParentSpan: true })] : []),
     ],
     // Nothing but traces: metrics stay on /metrics (Prometheus), logs on stdout.
     metricReaders: [],

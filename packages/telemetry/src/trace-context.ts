@@ -46,12 +46,13 @@ export const newSpanId = (): string => randomId(8);
 
 /**
  * A `traceparent` for a new span under `parent`: the parent's trace id and flags with a new span
- * id; when `parent` is missing or not a valid `traceparent`, a new trace (flags 00: nothing was
- * recorded for it).
+ * id (the caller's sampling decision is kept); when `parent` is missing or not a valid
+ * `traceparent`, a new trace, sampled (flags 01): a task is traced by default, so a worker or
+ * dispatcher that exports records it although the API that created it does not export.
  */
 export function childTraceParent(parent: string | null | undefined): string {
   const p = parseTraceParent(parent);
-  return `00-${p?.traceId ?? newTraceId()}-${newSpanId()}-${p?.flags ?? '00'}`;
+  return `00-${p?.traceId ?? newTraceId()}-${newSpanId()}-${p?.flags ?? '01'}`;
 }
 
 /**

@@ -44,10 +44,10 @@ describe('W3C traceparent by hand', () => {
     expect(parseTraceParent(childTraceParent(`00-${TRACE}-${SPAN}-00`))!.flags).toBe('00');
   });
 
-  it('a child of nothing, or of an invalid traceparent, starts a new unsampled trace', () => {
+  it('a child of nothing, or of an invalid traceparent, starts a new sampled trace (a task is traced by default)', () => {
     for (const parent of [undefined, null, '00-not-a-trace-01', `00-${'0'.repeat(32)}-${SPAN}-01`]) {
       const p = parseTraceParent(childTraceParent(parent));
-      expect(p).toEqual({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/), parentId: expect.stringMatching(/^[0-9a-f]{16}$/), flags: '00' });
+      expect(p).toEqual({ traceId: expect.stringMatching(/^[0-9a-f]{32}$/), parentId: expect.stringMatching(/^[0-9a-f]{16}$/), flags: '01' });
       expect(p!.traceId).not.toBe(TRACE);
     }
   });

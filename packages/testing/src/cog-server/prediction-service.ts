@@ -21,6 +21,8 @@ export interface PredictionRecord {
   cancelRequested: boolean;
   /** `PUT /predictions/{id}` requests that created it or found it in flight. */
   puts: number;
+  /** The `traceparent` header of the request that created it, if any. */
+  traceparent: string | undefined;
 }
 
 /** An in-flight prediction with what the service knows of it beside its state. */
@@ -76,7 +78,7 @@ export class PredictionService {
   }
 
   /** Takes a slot and starts the run in the background, or says why not (503 / 409). */
-  submit(id: string, input: Record<string, unknown>, opts: { webhook?: WebhookRequest; forStream: boolean; byPut: boolean }): Submitted {
+  submit(id: string, input: Record<string, unknown>, opts: { webhook?: WebhookRequest; forStream: boolean; byPut: boolean; traceparent?: string | undefined }): Submitted {
     const admission = this.health.admission(this.freeSlots);
     if (admission !== 'ready') return { refused: admission };
     const { webhook } = opts;
@@ -91,6 +93,7 @@ export class PredictionService {
       completedAt: null,
       cancelRequested: false,
       puts: opts.byPut ? 1 : 0,
+      traceparent: opts.traceparent,
     };
     const entry: InFlight = { prediction, record, cancelOnStreamDrop: opts.forStream };
     this.busySlots++;

@@ -69,7 +69,7 @@ export function createRoutes(deps: RouteDeps): (req: IncomingMessage, res: Serve
     }
     const trace = { traceparent: header(req, 'traceparent'), tracestate: header(req, 'tracestate') };
     const webhook = request.webhook === undefined ? undefined : { url: request.webhook, events: request.webhookEventsFilter, trace };
-    const submitted = service.submit(id, validation.input, { webhook, forStream: mode === 'sse', byPut });
+    const submitted = service.submit(id, validation.input, { webhook, forStream: mode === 'sse', byPut, traceparent: trace.traceparent });
     if ('refused' in submitted) {
       if (submitted.refused === 'not-ready') return sendJson(res, 503, { error: NOT_READY, status: 'failed' });
       return sendJson(res, 409, { error: AT_CAPACITY, status: 'failed' });

@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { MODEL_WEBHOOK_PATH } from '@taskapi/domain';
 import { sequentialIds } from '@taskapi/ids';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
-import { activeTraceId, telemetryMode } from '@taskapi/telemetry';
+import { recordedTraceId, telemetryMode } from '@taskapi/telemetry';
 import { accessLogLevel } from './access-log-level';
 import { locals } from './request-context';
 import { requestRecorder, type ApiMetrics } from '../infra/metrics';
@@ -48,9 +48,9 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && INCOMING_ID.test(incoming) ? incoming : nextRequestId();
     const ctx = locals(res);
-    // With the SDK, the request's trace (its `traceparent`'s, or a new one), read while the HTTP
-    // server span is the active one.
-    const traceId = spans ? activeTraceId() : undefined;
+    // With the SDK, the request's trace when it is recorded (a write, or a caller's sampled
+    // `traceparent`), read while the HTTP server span is the active one.
+    const traceId = spans ? recordedTraceId() : undefined;
     ctx.requestId = requestId;
     ctx.startedAt = process.hrtime.bigint();
     res.setHeader('X-Request-Id', requestId);

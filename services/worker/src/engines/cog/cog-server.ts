@@ -7,6 +7,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Pool, type Dispatcher } from 'undici';
 import { EngineBusyError, EngineError, TaskInputError } from '@taskapi/engines';
+import { handCarriedHeaders } from '@taskapi/telemetry';
 
 /** A prediction request (`PUT /predictions/{id}` body). */
 export interface CogPredictionRequest {
@@ -191,7 +192,8 @@ export class CogServer {
       return await this.pool.request({
         method: 'PUT',
         path: this.path(`/predictions/${encodeURIComponent(req.id)}`),
-        headers: { 'content-type': 'application/json', ...headers },
+        // The task's trace, by hand without the SDK (with it, the undici instrumentation's span).
+        headers: { 'content-type': 'application/json', ...handCarriedHeaders(), ...headers },
         body: JSON.stringify(req),
         headersTimeout: REQUEST_TIMEOUT_MS,
         // A stream stays open, quiet while the model works; the run's deadline bounds it.
