@@ -2,11 +2,13 @@
 // against the Kubernetes and KEDA schemas (`kubernetes-models`, `@kubernetes-models/keda`), then
 // the cross-references a schema cannot see: selectors, ports, probes, the configuration the
 // services read, the KEDA query's metric, shutdown deadlines, the PostgreSQL connection budget,
-// and the example GPU model server of deploy/kubernetes/models with the workers it serves.
+// the example GPU model server of deploy/kubernetes/models with the workers it serves, and the
+// PrometheusRule of deploy/kubernetes/monitoring, generated from deploy/prometheus/taskapi-rules.yml.
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
+import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { Job } from 'kubernetes-models/batch/v1/Job';
@@ -19,6 +21,7 @@ import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { CONFIG_VARIABLES, loadConfig } from '@taskapi/config';
 import { isTaskKind, TASK_KIND_CATALOG, TASK_KINDS } from '@taskapi/task-kinds';
 import { createMetrics } from '../../services/api/src/infra/metrics';
+import { generatePrometheusRule, PROMETHEUS_RULE_FILE, RULES_FILE } from '../../scripts/generate-prometheus-rule';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DIR = path.join(ROOT, 'deploy/kubernetes');
@@ -49,6 +52,7 @@ const VALIDATORS: Record<string, new (data: any) => { validate(): void }> = {
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'keda.sh/v1alpha1/ScaledObject': ScaledObject,
+  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
 };
 
 interface Manifest {
@@ -137,7 +141,9 @@ describe('deploy/kubernetes', () => {
     for (const k of kustomizations) {
       expect(k.obj.namespace).toBe(secret.metadata.namespace);
       // An overlay of the base (`..`) takes the image from it, so a release sets it in one place.
-      if ((k.obj.resources as string[]).includes('..')) expect([k.file, k.obj.images]).toEqual([k.file, undefined]);
+      // One that runs no pod (the PrometheusRule's) names no image.
+      const runsPods = objects.some((o) => path.dirname(o.file) === path.dirname(k.file) && ['Deployment', 'Job'].includes(o.obj.kind));
+      if ((k.obj.resources as string[]).includes('..') || !runsPods) expect([k.file, k.obj.images]).toEqual([k.file, undefined]);
       else expect(k.obj.images.map((i: { name: string }) => i.name)).toEqual([IMAGE]);
     }
   });
@@ -377,5 +383,33 @@ describe('deploy/kubernetes/models (the example GPU model server)', () => {
       expect(ops[0].value).toBeGreaterThanOrEqual(Math.max(scaled.minReplicaCount, scaled.fallback.replicas));
       expect(ops[0].value).toBeLessThan(scaled.maxReplicaCount);
     }
+  });
+});
+
+describe('deploy/kubernetes/monitoring (the alerting rules as a PrometheusRule)', () => {
+  it('is what `npm run generate:prometheus-rule` writes from deploy/prometheus/taskapi-rules.yml, byte for byte', () => {
+    const committed = fs.readFileSync(PROMETHEUS_RULE_FILE, 'utf8');
+    const fresh = generatePrometheusRule();
+    if (committed !== fresh) throw new Error('deploy/kubernetes/monitoring/prometheus-rule.yaml is out of date with the rules: run `npm run generate:prometheus-rule` and commit the result.');
+    expect(committed).toBe(fresh);
+  });
+
+  it('holds exactly the rules file\'s groups, and is applied apart from the base', () => {
+    const [rule] = ofKind('PrometheusRule');
+    expect(ofKind('PrometheusRule')).toHaveLength(1);
+    expect(rule.spec.groups).toEqual((parse(fs.readFileSync(RULES_FILE, 'utf8')) as { groups: unknown }).groups);
+    expect(rule.spec.groups.flatMap((g: { rules: unknown[] }) => g.rules).length).toBeGreaterThan(5);
+    const base = kustomizations.find((k) => k.file === 'kustomization.yaml')!;
+    expect(base.obj.resources).not.toContain('monitoring');
+    expect(kustomizations.find((k) => k.file === 'monitoring/kustomization.yaml')!.obj.resources).toEqual(['prometheus-rule.yaml']);
+  });
+
+  it('refuses rules that would change when copied, or a malformed rule (the checks are real)', () => {
+    expect(() => generatePrometheusRule('groups:\n  - name: a\n    rules: []\nextra: 1\n')).toThrow(/only "groups:"/);
+    expect(() => generatePrometheusRule('rule_files: []\n')).toThrow(/no top-level "groups:"/);
+    const [rule] = ofKind('PrometheusRule');
+    const broken = structuredClone(rule);
+    broken.spec.groups[0].rules[0].for = 5;
+    expect(() => new PrometheusRule(broken).validate()).toThrow(/for/);
   });
 });
