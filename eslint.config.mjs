@@ -51,6 +51,18 @@ export default tseslint.config(
     },
   },
   {
+    // Redis scripts are `.lua` files, one command a file, called through a typed layer
+    // (packages/redis-scripts; docs/architecture.md, "Redis scripts"): no Lua inside TypeScript.
+    files: ['services/*/src/**/*.ts', 'packages/*/src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'TemplateElement[value.raw=/redis\\.p?call\\s*\\(/]', message: 'Redis scripts live in .lua files (src/commands), not in TypeScript strings.' },
+        { selector: 'Literal[value=/redis\\.p?call\\s*\\(/]', message: 'Redis scripts live in .lua files (src/commands), not in TypeScript strings.' },
+      ],
+    },
+  },
+  {
     files: ['**/test/**/*.ts', 'packages/testing/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run build`: compiles every service entry point, with the workspace packages it imports, to
 // one CommonJS file each under dist/ (source maps beside them), and copies the console's static
-// files next to them. Dependencies from node_modules stay external: production installs them with
+// files and the Redis commands (`.lua`) next to them. Dependencies from node_modules stay external: production installs them with
 // `npm ci --omit=dev`. Type checking is `npm run typecheck`; this step only emits JavaScript.
 //
 // Why a bundler (esbuild) rather than tsc project references: the workspace packages keep pointing
@@ -111,6 +111,16 @@ export async function buildAll({ quiet = false } = {}) {
   for (const dir of ['views', 'public']) {
     for (const file of filesUnder(path.join(consoleSrc, dir))) {
       const target = path.join(outdir, 'console', path.relative(consoleSrc, file));
+      writeAtomically(target, fs.readFileSync(file));
+      written.add(target);
+    }
+  }
+  // Redis commands (`<workspace>/src/commands/**/*.lua`, loaded at start by @taskapi/redis-scripts):
+  // each workspace's under dist/lua/<its folder name>, where commandsFolder looks in a bundle.
+  for (const workspace of ['packages', 'services'].flatMap((group) => fs.readdirSync(path.join(root, group)).map((name) => path.join(root, group, name)))) {
+    const commands = path.join(workspace, 'src/commands');
+    for (const file of filesUnder(commands).filter((f) => f.endsWith('.lua'))) {
+      const target = path.join(outdir, 'lua', path.basename(workspace), path.relative(commands, file));
       writeAtomically(target, fs.readFileSync(file));
       written.add(target);
     }

@@ -11,7 +11,10 @@
 //   payload   the terminal prediction JSON, when its webhook body was small
 //   refs      file-store keys (space-separated) of webhook bodies too large to read in the API; the worker reads them
 // Updates are announced on PREDICTION_UPDATED_CHANNEL as `<public_id> <prediction_id>`.
-import type { MarkerRedis } from './task-status-marker';
+import type { Cluster, Redis } from 'ioredis';
+import { z } from 'zod';
+import { domainScripts } from './domain-scripts';
+
 
 export const PREDICTION_UPDATED_CHANNEL = 'taskapi:prediction-updated';
 
@@ -72,51 +75,31 @@ export interface PredictionUpdate {
 /** The most files a prediction's output may hold (a list); a worker refuses more (`engine_error`). */
 export const MAX_PREDICTION_OUTPUT_FILES = 20;
 
-/** The subset of an ioredis client used here. */
-export interface PredictionRedis extends MarkerRedis {
-  hgetall(key: string): Promise<Record<string, string>>;
-  del(...keys: string[]): Promise<number>;
-}
+/** The Redis clients the prediction records live on. */
+export type PredictionRedis = Redis | Cluster;
 
-const CLAIM_SCRIPT = `
-local fresh = redis.call('HSETNX', KEYS[1], 'current', ARGV[1])
-if fresh == 1 then redis.call('HSET', KEYS[1], 'kind', ARGV[3]) end
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-return {redis.call('HGET', KEYS[1], 'current'), fresh}`;
+const claimScript = domainScripts.define({
+  command: 'claim-prediction',
+  keys: (i: { publicId: string; candidate: string; kind: string }) => [predictionKey(i.publicId)],
+  args: (i) => [i.candidate, PREDICTION_TTL_SECONDS, i.kind],
+  reply: (raw) => {
+    const [id, fresh] = z.tuple([z.string(), z.number()]).parse(raw);
+    return { id, fresh: fresh === 1 };
+  },
+});
 
 /**
  * The prediction the task's run uses: the one recorded already (a run before this one created it
  * and did not see it end; `fresh` false), else `candidate`, recorded now (`fresh` true).
  */
-export async function claimPrediction(redis: PredictionRedis, publicId: string, candidate: string, kind: string): Promise<{ id: string; fresh: boolean }> {
-  const [id, fresh] = (await redis.eval(CLAIM_SCRIPT, 1, predictionKey(publicId), candidate, PREDICTION_TTL_SECONDS, kind)) as [string, number];
-  return { id: String(id), fresh: fresh === 1 };
+export function claimPrediction(redis: PredictionRedis, publicId: string, candidate: string, kind: string): Promise<{ id: string; fresh: boolean }> {
+  return claimScript(redis, { publicId, candidate, kind });
 }
 
-// An update counts only for the task's current prediction (a late webhook of an earlier one, or of
-// one whose task ended, changes nothing), and a terminal status sticks (the model server sends
-// its updates concurrently: a throttled log update may arrive after the final one).
-const UPDATE_SCRIPT = `
-if redis.call('HGET', KEYS[1], 'current') ~= ARGV[1] then return 0 end
-local status = redis.call('HGET', KEYS[1], 'status')
-local final = status == 'succeeded' or status == 'failed' or status == 'canceled'
-if ARGV[2] ~= '' and not final then redis.call('HSET', KEYS[1], 'status', ARGV[2]) end
-if ARGV[3] ~= '' and not final then redis.call('HSET', KEYS[1], 'progress', ARGV[3]) end
-if ARGV[4] ~= '' and not final then redis.call('HSET', KEYS[1], 'payload', ARGV[4]) end
-if ARGV[5] ~= '' then
-  local refs = redis.call('HGET', KEYS[1], 'refs')
-  redis.call('HSET', KEYS[1], 'refs', refs and (refs .. ' ' .. ARGV[5]) or ARGV[5])
-end
-redis.call('EXPIRE', KEYS[1], ARGV[6])
-redis.call('PUBLISH', ARGV[7], ARGV[8])
-return 1`;
-
-/** Records a webhook of the task's current prediction and wakes its worker; false when it is not the current one. */
-export async function recordPredictionUpdate(redis: PredictionRedis, publicId: string, u: PredictionUpdate): Promise<boolean> {
-  const applied = await redis.eval(
-    UPDATE_SCRIPT,
-    1,
-    predictionKey(publicId),
+const updateScript = domainScripts.define({
+  command: 'record-prediction-update',
+  keys: (i: { publicId: string; update: PredictionUpdate }) => [predictionKey(i.publicId)],
+  args: ({ publicId, update: u }) => [
     u.predictionId,
     u.status,
     u.progress === null ? '' : String(u.progress),
@@ -125,8 +108,13 @@ export async function recordPredictionUpdate(redis: PredictionRedis, publicId: s
     PREDICTION_TTL_SECONDS,
     PREDICTION_UPDATED_CHANNEL,
     `${publicId} ${u.predictionId}`,
-  );
-  return applied === 1;
+  ],
+  reply: (raw) => raw === 1,
+});
+
+/** Records a webhook of the task's current prediction and wakes its worker; false when it is not the current one. */
+export function recordPredictionUpdate(redis: PredictionRedis, publicId: string, update: PredictionUpdate): Promise<boolean> {
+  return updateScript(redis, { publicId, update });
 }
 
 /** What the hash holds of the task's prediction. */
@@ -172,20 +160,19 @@ export async function returnOrphanedPredictions(redis: OrphanRedis, publicIds: r
   if (publicIds.length > 0) await redis.sadd(ORPHANED_PREDICTIONS_KEY, ...publicIds);
 }
 
-// Reads the refs and deletes the record in one step, so a large body the API stores meanwhile is
-// either among the refs returned or ignored (its update finds no current prediction).
-const FORGET_SCRIPT = `
-local refs = redis.call('HGET', KEYS[1], 'refs')
-redis.call('DEL', KEYS[1])
-return refs`;
+const forgetScript = domainScripts.define({
+  command: 'forget-prediction',
+  keys: (i: { publicId: string }) => [predictionKey(i.publicId)],
+  args: () => [],
+  reply: (raw) => (typeof raw === 'string' && raw !== '' ? raw.split(' ') : []),
+});
 
 /**
  * Forgets the task's prediction (its run is over: the next run starts a new one). Returns the
  * file-store keys of the large bodies the API kept for it, for the caller to delete.
  */
-export async function forgetPrediction(redis: PredictionRedis, publicId: string): Promise<string[]> {
-  const refs = (await redis.eval(FORGET_SCRIPT, 1, predictionKey(publicId))) as string | null;
-  return refs ? refs.split(' ') : [];
+export function forgetPrediction(redis: PredictionRedis, publicId: string): Promise<string[]> {
+  return forgetScript(redis, { publicId });
 }
 
 /**

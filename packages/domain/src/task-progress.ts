@@ -6,6 +6,7 @@
 // Every change a client could watch for is announced on TASK_CHANGED_CHANNEL (`account public_id`):
 // a status change that is not terminal (the terminal ones go to TASK_FINISHED_CHANNEL, beside the
 // marker) and each stored progress value. API replicas wake the task's event streams with it.
+import { domainScripts } from './domain-scripts';
 import type { MarkerRedis } from './task-status-marker';
 
 /** Pub/sub channel of non-terminal changes: `accountId publicId` (progress) or `accountId publicId status`. */
@@ -35,14 +36,16 @@ export function parseProgress(value: string | null | undefined): number | null {
   return Number.isFinite(n) && n >= 0 && n <= 1 ? n : null;
 }
 
-const RECORD_PROGRESS_SCRIPT = `
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-redis.call('PUBLISH', ARGV[3], ARGV[4])
-return 1`;
+const recordProgressScript = domainScripts.define({
+  command: 'record-progress',
+  keys: (i: { accountId: string; publicId: string; progress: number }) => [taskProgressKey(i.accountId, i.publicId)],
+  args: (i) => [String(i.progress), PROGRESS_TTL_SECONDS, TASK_CHANGED_CHANNEL, `${i.accountId} ${i.publicId}`],
+  reply: () => undefined,
+});
 
 /** Stores a running task's progress (already rounded) and announces the change: one round trip. */
-export async function recordTaskProgress(redis: MarkerRedis, accountId: string, publicId: string, progress: number): Promise<void> {
-  await redis.eval(RECORD_PROGRESS_SCRIPT, 1, taskProgressKey(accountId, publicId), String(progress), PROGRESS_TTL_SECONDS, TASK_CHANGED_CHANNEL, `${accountId} ${publicId}`);
+export function recordTaskProgress(redis: MarkerRedis, accountId: string, publicId: string, progress: number): Promise<void> {
+  return recordProgressScript(redis, { accountId, publicId, progress });
 }
 
 /**

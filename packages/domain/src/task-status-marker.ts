@@ -1,3 +1,5 @@
+import type { Cluster, Redis } from 'ioredis';
+import { domainScripts } from './domain-scripts';
 import { TASK_CHANGED_CHANNEL, taskProgressKey } from './task-progress';
 import { isTerminalStatus } from './task-rules';
 
@@ -26,22 +28,6 @@ const TERMINAL_TTL_SECONDS = 3600;
  */
 export const TASK_FINISHED_CHANNEL = 'taskapi:task-finished';
 
-// The event is published by the same script that moves the marker, so whoever misses the event
-// (subscribed too late) is sure to see the terminal marker when it reads afterwards.
-// A non-terminal status the marker already has is announced again: a reader may have seeded it
-// (seedTaskStatus, from a row it read just after the commit) without announcing it, and event
-// streams must hear it; they drop an event equal to the last one they sent.
-const RECORD_MAX_SCRIPT = `
-local current = redis.call('GET', KEYS[1])
-if current and tonumber(current) > tonumber(ARGV[1]) then return 0 end
-if current and tonumber(current) == tonumber(ARGV[1]) then
-  if ARGV[5] == '1' then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
-  return 0
-end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-redis.call('PUBLISH', ARGV[3], ARGV[4])
-return 1`;
-
 /** Parses a `TASK_FINISHED_CHANNEL` message; null when it is not one. */
 export function parseTaskFinished(message: string): { accountId: string; publicId: string; status: number } | null {
   const [accountId, publicId, status] = message.split(' ');
@@ -49,11 +35,27 @@ export function parseTaskFinished(message: string): { accountId: string; publicI
   return { accountId, publicId, status: Number(status) };
 }
 
-/** The subset of an ioredis client used here. */
-export interface MarkerRedis {
-  eval(script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
-  set(key: string, value: string | number, ex: 'EX', seconds: number, nx: 'NX'): Promise<unknown>;
-}
+/** The Redis clients markers live on. */
+export type MarkerRedis = Redis | Cluster;
+
+const recordStatusScript = domainScripts.define({
+  command: 'record-status',
+  keys: (i: { accountId: string; publicId: string; status: number }) => [taskStatusMarkerKey(i.accountId, i.publicId)],
+  args: ({ accountId, publicId, status }) => {
+    const terminal = isTerminalStatus(status);
+    // A terminal status goes to TASK_FINISHED_CHANNEL when the marker moved; the others to
+    // TASK_CHANGED_CHANNEL (task event streams) when it moved or already had it.
+    return [status, terminal ? TERMINAL_TTL_SECONDS : NON_TERMINAL_TTL_SECONDS, terminal ? TASK_FINISHED_CHANNEL : TASK_CHANGED_CHANNEL, `${accountId} ${publicId} ${status}`, terminal ? '0' : '1'];
+  },
+  reply: (raw) => raw === 1,
+});
+
+const recordHandBackScript = domainScripts.define({
+  command: 'record-hand-back',
+  keys: (i: { accountId: string; publicId: string }) => [taskStatusMarkerKey(i.accountId, i.publicId), taskProgressKey(i.accountId, i.publicId)],
+  args: ({ accountId, publicId }) => [NON_TERMINAL_TTL_SECONDS, TASK_CHANGED_CHANNEL, `${accountId} ${publicId} 0`],
+  reply: (raw) => raw === 1,
+});
 
 /**
  * Records a committed status change. Call after the commit, before the change is announced. A
@@ -61,35 +63,15 @@ export interface MarkerRedis {
  * TASK_CHANGED_CHANNEL (task event streams) when it moved or already had it.
  */
 export async function recordTaskStatus(redis: MarkerRedis, accountId: string, publicId: string, status: number): Promise<void> {
-  const terminal = isTerminalStatus(status);
-  const ttl = terminal ? TERMINAL_TTL_SECONDS : NON_TERMINAL_TTL_SECONDS;
-  const channel = terminal ? TASK_FINISHED_CHANNEL : TASK_CHANGED_CHANNEL;
-  await redis.eval(RECORD_MAX_SCRIPT, 1, taskStatusMarkerKey(accountId, publicId), status, ttl, channel, `${accountId} ${publicId} ${status}`, terminal ? '0' : '1');
+  await recordStatusScript(redis, { accountId, publicId, status });
 }
-
-// A hand-back is the one move back (processing → queued, committed before): only from 10, so a
-// terminal marker (a cancel racing it) is never undone; the running value of the progress goes too.
-const RECORD_HAND_BACK_SCRIPT = `
-if redis.call('GET', KEYS[1]) ~= '10' then return 0 end
-redis.call('SET', KEYS[1], '0', 'EX', ARGV[1])
-redis.call('DEL', KEYS[2])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return 1`;
 
 /**
  * Records a committed hand-back (the task is queued again, no attempt spent: a worker shutting
  * down, a model server at capacity), so reads and event streams show it queued, not processing.
  */
 export async function recordHandBack(redis: MarkerRedis, accountId: string, publicId: string): Promise<void> {
-  await redis.eval(
-    RECORD_HAND_BACK_SCRIPT,
-    2,
-    taskStatusMarkerKey(accountId, publicId),
-    taskProgressKey(accountId, publicId),
-    NON_TERMINAL_TTL_SECONDS,
-    TASK_CHANGED_CHANNEL,
-    `${accountId} ${publicId} 0`,
-  );
+  await recordHandBackScript(redis, { accountId, publicId });
 }
 
 /**

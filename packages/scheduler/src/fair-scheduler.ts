@@ -1,18 +1,14 @@
 import type { Cluster, Redis } from 'ioredis';
 import { TASK_KINDS, isTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import type { TaskQueues, TaskRun } from '@taskapi/queue';
-import { SCHEDULER_SCRIPT } from './script';
+import { schedulerCommands, type Releasing, type SchedulerScope } from './scheduler-commands';
 import type { AccountLoad, KindLoad, NewTask, SchedulerRecord, TaskRunRef, TaskScheduler, WorkerReport } from './task-scheduler';
 
 /** Every scheduling key starts with this; its hash tag keeps them in one Redis Cluster slot. */
 export const SCHEDULER_PREFIX = 'taskapi:{sched}:';
 
-/** Caps and accounts' running counts are packed into the scheduler's scores (see script.ts). */
+/** Caps and accounts' running counts are packed into the scheduler's scores (commands/includes/state.lua). */
 export const MAX_ACCOUNT_CAP = 10_000;
-
-type SchedulerRedis = (Redis | Cluster) & {
-  taskapiScheduler(key: string, ...args: Array<string | number>): Promise<unknown>;
-};
 
 export interface FairSchedulerOptions {
   /** The cap of accounts without their own (`ACCOUNT_MAX_RUNNING`). */
@@ -25,165 +21,123 @@ export interface FairSchedulerOptions {
   prefix?: string;
 }
 
-const STATES = { p: 'pending', r: 'ready', a: 'active', d: 'delayed' } as const;
-
-/** Parses a record (`state|kind|account|order|release|created`); undefined when corrupt. */
-function parseRecord(text: string): SchedulerRecord | undefined {
-  const m = /^([prad])\|([^|]+)\|([^|]+)\|\d+\|(\d+)\|\d+$/.exec(text);
-  if (!m) return undefined;
-  return { state: STATES[m[1] as keyof typeof STATES], kind: m[2]!, accountId: m[3]!, release: Number(m[4]) };
-}
-
 /**
- * The fair scheduler on Redis: one atomic script per event (script.ts), then the released runs are
- * added to their kinds' BullMQ queues. Safe with any number of API and worker replicas.
+ * The fair scheduler on Redis: one atomic command per event (src/commands/*.lua, called through
+ * scheduler-commands.ts), then the released runs are added to their kinds' BullMQ queues. Safe with
+ * any number of API and worker replicas.
  */
 export class FairScheduler implements TaskScheduler {
-  private readonly redis: SchedulerRedis;
-  private readonly key: string;
-  private readonly common: Array<string | number>;
+  private readonly scope: SchedulerScope;
 
   constructor(
-    redis: Redis | Cluster,
+    private readonly redis: Redis | Cluster,
     private readonly queues: Pick<TaskQueues, 'addRuns' | 'removeRun'>,
     private readonly opts: FairSchedulerOptions,
   ) {
-    if (!('taskapiScheduler' in redis)) redis.defineCommand('taskapiScheduler', { numberOfKeys: 1, lua: SCHEDULER_SCRIPT });
-    this.redis = redis as SchedulerRedis;
-    const prefix = opts.prefix ?? SCHEDULER_PREFIX;
-    this.key = `${prefix}tasks`;
-    this.common = [prefix, Math.min(opts.defaultCap, MAX_ACCOUNT_CAP), TASK_KINDS.join(',')];
-  }
-
-  private call(op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<unknown> {
-    if (!report) return this.redis.taskapiScheduler(this.key, op, ...this.common, '', '', 0, ...args);
-    const idle = Object.entries(report.idle)
-      .map(([kind, n]) => `${kind}=${Math.max(0, Math.floor(n))}`)
-      .join(',');
-    const starts = report.started.flatMap((r) => [r.kind, r.publicId, r.accountId, r.order, r.createdAt.getTime(), r.release]);
-    return this.redis.taskapiScheduler(this.key, op, ...this.common, report.workerId, idle, report.started.length, ...starts, ...args);
+    this.scope = { prefix: opts.prefix ?? SCHEDULER_PREFIX, defaultCap: Math.min(opts.defaultCap, MAX_ACCOUNT_CAP), kinds: TASK_KINDS };
   }
 
   /**
-   * Runs an operation that may release work, and adds what it released to the queues. The
-   * operation's answer stands once the script has run: a job that could not be added is reported
-   * to `onQueueError` (the sweeper adds a released task's missing job), never thrown.
+   * Adds what a command released to the queues. The command's answer stands once the script has
+   * run: a job that could not be added is reported to `onQueueError` (the sweeper adds a released
+   * task's missing job), never thrown. `traceParents`: tasks whose runs are added in their traces.
    */
-  private async releasing(op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<unknown> {
-    return this.releasingIn(undefined, op, report, ...args);
+  private async settle<A>(reply: Releasing<A>, traceParents?: ReadonlyMap<string, string>): Promise<A> {
+    await this.queue(reply, traceParents).catch((err: unknown) => this.opts.onQueueError?.(err as Error));
+    return reply.answer;
   }
 
-  /** `releasing`, adding the runs of the tasks in `traceParents` in their traces. */
-  private async releasingIn(traceParents: ReadonlyMap<string, string> | undefined, op: string, report: WorkerReport | undefined, ...args: Array<string | number>): Promise<unknown> {
-    const { answer, queued } = await this.releasingInBackground(op, report, args, traceParents);
-    await queued.catch((err: unknown) => this.opts.onQueueError?.(err as Error));
-    return answer;
-  }
-
-  /** `releasing`, answering once the scheduler has decided; `queued` settles when the released runs' jobs are added. */
-  private async releasingInBackground(
-    op: string,
-    report: WorkerReport | undefined,
-    args: Array<string | number>,
-    traceParents?: ReadonlyMap<string, string>,
-  ): Promise<{ answer: unknown; queued: Promise<void> }> {
-    const [released, skipped, answer] = (await this.call(op, report, ...args)) as [Array<string | number>, string[], unknown];
-    if (skipped.length > 0) this.opts.onSkipped?.(skipped);
+  /** Adds the released runs' jobs; settles when they are added. */
+  private queue(reply: Releasing<unknown>, traceParents?: ReadonlyMap<string, string>): Promise<void> {
+    if (reply.skipped.length > 0) this.opts.onSkipped?.(reply.skipped);
     const runs = new Map<TaskKind, TaskRun[]>();
-    for (let i = 0; i + 4 < released.length; i += 5) {
-      const kind = String(released[i]);
-      if (!isTaskKind(kind)) continue;
-      const list = runs.get(kind) ?? [];
-      const publicId = String(released[i + 1]);
-      list.push({ publicId, accountId: String(released[i + 2]), release: Number(released[i + 3]), front: released[i + 4] === 1, traceParent: traceParents?.get(publicId) });
-      runs.set(kind, list);
+    for (const r of reply.released) {
+      if (!isTaskKind(r.kind)) continue;
+      const list = runs.get(r.kind) ?? [];
+      list.push({ publicId: r.task, accountId: r.account, release: r.release, front: r.front, traceParent: traceParents?.get(r.task) });
+      runs.set(r.kind, list);
     }
-    const queued = runs.size === 0 ? Promise.resolve() : Promise.all([...runs].map(([kind, list]) => this.queues.addRuns(kind, list))).then(() => undefined);
-    return { answer, queued };
+    if (runs.size === 0) return Promise.resolve();
+    return Promise.all([...runs].map(([kind, list]) => this.queues.addRuns(kind, list))).then(() => undefined);
   }
 
   async submit(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<number> {
-    const args = tasks.flatMap((t) => [t.publicId, t.accountId, t.order, t.createdAt.getTime(), t.releasesUsed ?? 0]);
+    const reply = await schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks });
     // Tasks released by their own submission are added in their own traces; a task released
     // later (a slot freed on a worker) is added outside any, and its run joins its trace from the row.
     const traceParents = new Map<string, string>();
     for (const t of tasks) if (t.traceParent) traceParents.set(t.publicId, t.traceParent);
-    const { answer, queued } = await this.releasingInBackground('submit', undefined, [kind, ...args], traceParents);
+    const queued = this.queue(reply, traceParents);
     if (opts.queued) opts.queued(queued);
     else await queued;
-    return Number(answer);
+    return reply.answer;
   }
 
   async report(report: WorkerReport): Promise<void> {
-    await this.releasing('report', report);
+    await this.settle(await schedulerCommands.report(this.redis, { scope: this.scope, report }));
   }
 
   async done(publicId: string, report?: WorkerReport): Promise<void> {
-    await this.releasing('done', report, publicId);
+    await this.settle(await schedulerCommands.done(this.redis, { scope: this.scope, report, publicId }));
   }
 
   async handBack(run: TaskRunRef, report?: WorkerReport): Promise<void> {
-    await this.releasingIn(traced(run), 'handback', report, run.publicId, run.release);
+    await this.settle(await schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release }), traced(run));
   }
 
   async retryLater(run: TaskRunRef, delayMs: number, report?: WorkerReport): Promise<void> {
-    await this.releasingIn(traced(run), 'retry', report, run.publicId, run.release, Math.max(0, Math.round(delayMs)));
+    await this.settle(await schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs }), traced(run));
   }
 
   async recount(): Promise<number> {
-    return Number(await this.releasing('recount', undefined));
+    return this.settle(await schedulerCommands.recount(this.redis, { scope: this.scope }));
   }
 
   async leave(workerId: string): Promise<void> {
-    await this.releasing('leave', { workerId, idle: {}, started: [] });
+    await this.settle(await schedulerCommands.leave(this.redis, { scope: this.scope, report: { workerId, idle: {}, started: [] } }));
   }
 
   async cancel(kind: TaskKind, publicId: string): Promise<void> {
-    const answer = String(await this.releasing('cancel', undefined, publicId));
+    const answer = await this.settle(await schedulerCommands.cancel(this.redis, { scope: this.scope, publicId }));
     // Released but not started: its job leaves the queue now, unless a worker has just taken it
     // (then that worker finds the task cancelled and lets it go).
-    const ready = /^r:(\d+)$/.exec(answer);
-    if (ready && (await this.queues.removeRun(kind, publicId, Number(ready[1])))) await this.done(publicId);
+    if (answer.outcome === 'ready' && (await this.queues.removeRun(kind, publicId, answer.release))) await this.done(publicId);
   }
 
   async tick(): Promise<void> {
-    await this.releasing('tick', undefined);
+    await this.settle(await schedulerCommands.tick(this.redis, { scope: this.scope }));
   }
 
   async setCaps(caps: ReadonlyMap<string, number>): Promise<number> {
-    const args = [...caps].flatMap(([account, cap]) => [account, Math.min(Math.max(1, Math.floor(cap)), MAX_ACCOUNT_CAP)]);
-    return Number(await this.releasing('caps', undefined, ...args));
+    const pairs = [...caps].map(([account, cap]) => [account, Math.min(Math.max(1, Math.floor(cap)), MAX_ACCOUNT_CAP)] as const);
+    return this.settle(await schedulerCommands.setCaps(this.redis, { scope: this.scope, caps: pairs }));
   }
 
   async lookup(publicIds: readonly string[]): Promise<Map<string, SchedulerRecord>> {
     const found = new Map<string, SchedulerRecord>();
     if (publicIds.length === 0) return found;
-    const texts = (await this.call('lookup', undefined, ...publicIds)) as Array<string | null>;
-    texts.forEach((text, i) => {
-      const record = text === null ? undefined : parseRecord(text);
-      if (record) found.set(publicIds[i]!, record);
-    });
+    const records = await schedulerCommands.lookup(this.redis, { scope: this.scope, publicIds });
+    for (const [publicId, r] of Object.entries(records)) found.set(publicId, { state: r.state, kind: r.kind, accountId: r.account, release: r.release });
     return found;
   }
 
   async inService(kind: TaskKind): Promise<string[]> {
-    return (await this.call('inservice', undefined, kind)) as string[];
+    return schedulerCommands.inService(this.redis, { scope: this.scope, kind });
   }
 
   async load(): Promise<Map<TaskKind, KindLoad>> {
-    const [rows, now] = (await this.call('inspect', undefined)) as [Array<[string, number, number, string]>, string];
-    const nowMs = Number(now);
+    const { kinds, now_ms: nowMs } = await schedulerCommands.inspect(this.redis, { scope: this.scope });
     const loads = new Map<TaskKind, KindLoad>();
-    for (const [kind, runnable, held, oldest] of rows) {
-      if (!isTaskKind(kind)) continue;
-      loads.set(kind, { runnable, heldByCap: held, oldestWaitingCreatedMs: Number(oldest) > 0 ? Number(oldest) : undefined, nowMs });
+    for (const k of kinds) {
+      if (!isTaskKind(k.kind)) continue;
+      loads.set(k.kind, { runnable: k.runnable, heldByCap: k.held, oldestWaitingCreatedMs: k.oldest_created_ms > 0 ? k.oldest_created_ms : undefined, nowMs });
     }
     return loads;
   }
 
   async accountLoad(accountId: string): Promise<AccountLoad> {
-    const [running, maxRunning, ...waiting] = (await this.call('account', undefined, accountId)) as number[];
-    return { running: running ?? 0, maxRunning: maxRunning ?? this.opts.defaultCap, waiting: waiting.reduce((a, b) => a + b, 0) };
+    const { running, cap, waiting } = await schedulerCommands.account(this.redis, { scope: this.scope, accountId });
+    return { running, maxRunning: cap, waiting: Object.values(waiting).reduce((a, b) => a + b, 0) };
   }
 }
 

@@ -45,7 +45,7 @@ export interface WorkerReport {
   started: readonly TaskRunRef[];
 }
 
-/** What the scheduler holds for one task (see the states in script.ts). */
+/** What the scheduler holds for one task (the states are in commands/includes/state.lua). */
 export interface SchedulerRecord {
   state: 'pending' | 'ready' | 'active' | 'delayed';
   kind: string;

@@ -4,6 +4,7 @@ import type { RedisClient } from '@taskapi/service';
 import { randomBase62 } from '@taskapi/crypto';
 import type { Config } from '@taskapi/config';
 import { ApiError, unavailable } from '../errors';
+import { apiScripts } from '../infra/api-scripts';
 
 /** `LOGIN_*` settings: limits per 15-minute window and the cap of the per-e-mail slowdown. */
 export type LoginLimits = Config['login'];
@@ -63,80 +64,47 @@ export function throttleAddress(raw: string): string {
   return `${groups.slice(0, 4).join(':')}::/64`;
 }
 
-// Scripts on the keys of one e-mail (one hash tag). Times are the Redis server's, in ms.
-// KEYS: 1 failures of (e-mail, address), 2 attempt in flight for (e-mail, address), 3 failing
-// addresses of the e-mail (zset: address → last failure), 4 turn (holder's token), 5 attempts
-// waiting with priority (zset: token → expiry)
-
-// ARGV: 1 failure limit, 2 token, 3 hold ms (turn, in-flight marker), 4 ms a priority entry lasts
-// Returns {0, retry after s} (refused) or {1, failing addresses, has turn, failed before}.
-// One attempt at a time per (e-mail, address), so parallel attempts cannot exceed the limit.
-const BEGIN = `
-local failures = tonumber(redis.call('GET', KEYS[1]) or '0')
-if failures >= tonumber(ARGV[1]) then return {0, math.max(1, redis.call('TTL', KEYS[1]))} end
-if not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return {0, 1} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ${LOGIN_WINDOW_SECONDS * 1000})
-local failing = redis.call('ZCARD', KEYS[3])
-local failed_before = 0
-if failures > 0 then failed_before = 1 end
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
-if failed_before == 0 or redis.call('ZCARD', KEYS[5]) == 0 then
-  if redis.call('SET', KEYS[4], ARGV[2], 'NX', 'PX', ARGV[3]) then return {1, failing, 1, failed_before} end
-end
-if failed_before == 0 then
-  redis.call('ZADD', KEYS[5], now + tonumber(ARGV[4]), ARGV[2])
-  redis.call('PEXPIRE', KEYS[5], ARGV[4])
-end
-return {1, failing, 0, failed_before}
-`;
-
-// ARGV: 1 token, 2 hold ms, 3 failed before (1/0). An attempt from an address that has failed
-// lets every waiting one from an address that has not go first.
-const TAKE_TURN = `
-if ARGV[3] == '1' then
-  local t = redis.call('TIME')
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-  if redis.call('ZCARD', KEYS[5]) > 0 then return 0 end
-end
-if not redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
-redis.call('ZREM', KEYS[5], ARGV[1])
-return 1
-`;
-
-// ARGV: 1 outcome (failed | succeeded | abandoned), 2 address, 3 token, 4 kept failing addresses
-const FINISH = `
-if ARGV[1] == 'failed' then
-  redis.call('INCR', KEYS[1])
-  redis.call('EXPIRE', KEYS[1], ${LOGIN_WINDOW_SECONDS}, 'NX')
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[2])
-  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[4]) - 1)
-  redis.call('EXPIRE', KEYS[3], ${LOGIN_WINDOW_SECONDS})
-elseif ARGV[1] == 'succeeded' then
-  redis.call('DEL', KEYS[1])
-  redis.call('ZREM', KEYS[3], ARGV[2])
-end
-for _, k in ipairs({KEYS[2], KEYS[4]}) do
-  if redis.call('GET', k) == ARGV[3] then redis.call('DEL', k) end
-end
-redis.call('ZREM', KEYS[5], ARGV[3])
-return 1
-`;
-
 // Only the newest failing addresses per e-mail are kept: the delay's cap is reached long before.
 const KEPT_FAILING_ADDRESSES = 100;
 const TURN_POLL_MS = 50;
 
-type Keys = [string, string, string, string, string];
 type Outcome = 'failed' | 'succeeded' | 'abandoned';
 
-type LoginThrottleRedis = RedisClient & {
-  taskapiLoginBegin(...args: [...Keys, limit: number, token: string, holdMs: number, priorityMs: number]): Promise<number[]>;
-  taskapiLoginTakeTurn(...args: [...Keys, token: string, holdMs: number, failedBefore: number]): Promise<number>;
-  taskapiLoginFinish(...args: [...Keys, outcome: Outcome, address: string, token: string, kept: number]): Promise<number>;
-};
+/**
+ * The keys of one (e-mail, address), sharing the e-mail's hash tag: failures of (e-mail, address),
+ * its attempt in flight, the e-mail's failing addresses, its turn, its attempts waiting with
+ * priority (src/commands/login-*.lua).
+ */
+function throttleKeys(emailTag: string, address: string): string[] {
+  const prefix = `taskapi:login:{${emailTag}}`;
+  return [`${prefix}:failures:${address}`, `${prefix}:in-flight:${address}`, `${prefix}:failing`, `${prefix}:turn`, `${prefix}:waiting`];
+}
+
+const beginScript = apiScripts.define({
+  command: 'login-begin',
+  keys: (i: { keys: string[]; limit: number; token: string; holdMs: number; priorityMs: number }) => i.keys,
+  args: (i) => [i.limit, i.token, i.holdMs, i.priorityMs, LOGIN_WINDOW_SECONDS * 1000],
+  reply: (raw) => {
+    const [admitted = 0, failingOrRetryAfter = 1, turn = 0, failedBefore = 0] = raw as number[];
+    return admitted === 0
+      ? ({ admitted: false, retryAfter: failingOrRetryAfter } as const)
+      : ({ admitted: true, failingAddresses: failingOrRetryAfter, hasTurn: turn === 1, failedBefore: failedBefore === 1 } as const);
+  },
+});
+
+const takeTurnScript = apiScripts.define({
+  command: 'login-take-turn',
+  keys: (i: { keys: string[]; token: string; holdMs: number; failedBefore: boolean }) => i.keys,
+  args: (i) => [i.token, i.holdMs, i.failedBefore ? '1' : '0'],
+  reply: (raw) => raw === 1,
+});
+
+const finishScript = apiScripts.define({
+  command: 'login-finish',
+  keys: (i: { keys: string[]; outcome: Outcome; address: string; token: string }) => i.keys,
+  args: (i) => [i.outcome, i.address, i.token, KEPT_FAILING_ADDRESSES, LOGIN_WINDOW_SECONDS],
+  reply: () => undefined,
+});
 
 /** One admitted login attempt: report how it ended, exactly once. */
 export interface LoginAttempt {
@@ -164,19 +132,10 @@ const limited = (retryAfter: number) => new ApiError('TOO_MANY_LOGIN_ATTEMPTS', 
  * counter has its own and is a separate call. Redis unavailable → 503.
  */
 export class LoginThrottle {
-  private readonly redis: LoginThrottleRedis;
-
   constructor(
-    redis: RedisClient,
+    private readonly redis: RedisClient,
     private readonly limits: LoginLimits,
-  ) {
-    if (!('taskapiLoginBegin' in redis)) {
-      redis.defineCommand('taskapiLoginBegin', { numberOfKeys: 5, lua: BEGIN });
-      redis.defineCommand('taskapiLoginTakeTurn', { numberOfKeys: 5, lua: TAKE_TURN });
-      redis.defineCommand('taskapiLoginFinish', { numberOfKeys: 5, lua: FINISH });
-    }
-    this.redis = redis as LoginThrottleRedis;
-  }
+  ) {}
 
   /**
    * Counts the attempt and waits until the password may be checked (its turn and its delay).
@@ -187,30 +146,29 @@ export class LoginThrottle {
     const start = Date.now();
     await this.countAddressAttempt(address);
 
-    const prefix = `taskapi:login:{${emailTag}}`;
-    const keys: Keys = [`${prefix}:failures:${address}`, `${prefix}:in-flight:${address}`, `${prefix}:failing`, `${prefix}:turn`, `${prefix}:waiting`];
+    const keys = throttleKeys(emailTag, address);
     const token = randomBase62(16);
     // Covers the longest wait, the delay and the check; a process that dies holding a marker
     // delays the next attempts by at most one wait.
     const holdMs = maxTurnWaitMs(this.limits, true) + this.limits.slowdownMaxMs + 5_000;
-    let begun: number[];
+    let begun;
     try {
       const priorityMs = maxTurnWaitMs(this.limits, false) + 1_000;
-      begun = await this.redis.taskapiLoginBegin(...keys, this.limits.maxFailuresPerEmailAndIp, token, holdMs, priorityMs);
+      begun = await beginScript(this.redis, { keys, limit: this.limits.maxFailuresPerEmailAndIp, token, holdMs, priorityMs });
     } catch (err) {
       throw unavailable('redis', err);
     }
-    const [admitted = 0, failingOrRetryAfter = 1, turn = 0, failedBefore = 0] = begun;
-    if (admitted === 0) throw limited(failingOrRetryAfter);
+    if (!begun.admitted) throw limited(begun.retryAfter);
+    const { failedBefore } = begun;
 
-    const finish = (outcome: Outcome) => this.redis.taskapiLoginFinish(...keys, outcome, address, token, KEPT_FAILING_ADDRESSES);
+    const finish = (outcome: Outcome) => finishScript(this.redis, { keys, outcome, address, token });
     try {
-      const delayMs = slowdownMs(failingOrRetryAfter, this.limits.slowdownMaxMs);
-      const deadline = start + maxTurnWaitMs(this.limits, failedBefore === 1);
-      let hasTurn = turn === 1;
+      const delayMs = slowdownMs(begun.failingAddresses, this.limits.slowdownMaxMs);
+      const deadline = start + maxTurnWaitMs(this.limits, failedBefore);
+      let hasTurn = begun.hasTurn;
       while (!hasTurn && Date.now() < deadline) {
         await sleep(Math.min(TURN_POLL_MS * (1 + Math.random()), deadline - Date.now()));
-        hasTurn = (await this.redis.taskapiLoginTakeTurn(...keys, token, holdMs, failedBefore)) === 1;
+        hasTurn = await takeTurnScript(this.redis, { keys, token, holdMs, failedBefore });
       }
       // The delay runs while holding the turn, so checks of one e-mail are `delayMs` apart; an
       // attempt that waited out its longest wait has been slowed enough and goes now.

@@ -2,34 +2,19 @@ import { Batcher, type RedisClient } from '@taskapi/service';
 import { randomBase62 } from '@taskapi/crypto';
 import type { RateLimitPolicy } from '@taskapi/config';
 import { unavailable } from '../errors';
+import { apiScripts } from '../infra/api-scripts';
 import { revokedMarkerKey } from './key-revocation';
 
-// One script call decides every request of one key that is waiting in this process (see
-// `RateLimiter`), atomically on the Redis server and with the server's clock, so any number of API
-// replicas agree. Each request is decided in arrival order exactly as if it had come alone.
-// Minute: exact sliding window over a sorted set of accepted request times (ms).
-// Day: rolling 24 h of hourly buckets (the current hour and the 23 before it) in a hash.
-// These are the keys and layouts the one-request-per-call script of earlier releases used, so
-// replicas of both count together during a rolling upgrade.
-// A revoked key's marker refuses the whole batch before anything is counted; rejected requests add
-// nothing. The same call reads the keys the requests ask for (a read of one task prefetches its
-// status marker and its progress, see domain/read-task.ts), so no request needs a second round trip.
-// All keys carry the account's hash tag, so the script touches one Redis Cluster slot.
-//
-// KEYS: 1 minute zset, 2 day hash, 3 revocation marker, 4.. the keys to prefetch (each once,
-//       however many requests asked for it)
-// ARGV: 1 minute limit, 2 day limit, 3 number of requests, 4 a prefix unique to this call (the
-//       sorted-set members are the prefix and a request number); for a batch request
-//       (`consumeBatch`): 5 '1' (all the requests or none), 6 and 7 the sorted-set member and the
-//       hour of the one request already counted for it, which is taken back first (so a refused
-//       batch counts nothing, and an accepted one counts its size)
-// Returns {-1} when the key is revoked, else the slots of REPLY_SLOTS followed by the value (or
-// nil) of each prefetched key, in KEYS order; `readReply` names them.
+// One script call (src/commands/rate-limit.lua) decides every request of one key that is
+// waiting in this process (see `RateLimiter`), atomically on the Redis server and with the
+// server's clock, so any number of API replicas agree. These are the keys and layouts the
+// one-request-per-call script of earlier releases used, so replicas of both count together during
+// a rolling upgrade.
 
 /**
- * The reply's slots, in order. The first five describe the accepted requests (the window counts
- * before the first of them, and the resets after it); the next six the rejected ones (zeros when
- * none; limitedWindow 0 minute, 2 day). The script below writes each slot by this table's index.
+ * The reply's slots, in the script's order (its header lists them). The first five describe the
+ * accepted requests (the window counts before the first of them, and the resets after it); the
+ * next six the rejected ones (zeros when none; limitedWindow 0 minute, 2 day).
  */
 const REPLY_SLOTS = [
   'accepted',
@@ -45,121 +30,24 @@ const REPLY_SLOTS = [
   'retryAfter',
   'hour',
 ] as const;
-/** The Lua (1-based) index of a reply slot. */
-const slot = (name: (typeof REPLY_SLOTS)[number]): number => REPLY_SLOTS.indexOf(name) + 1;
 
-const SCRIPT = /* lua */ `
-if redis.call('EXISTS', KEYS[3]) == 1 then return {-1} end
-if ARGV[6] then
-  redis.call('ZREM', KEYS[1], ARGV[6])
-  if redis.call('HEXISTS', KEYS[2], ARGV[7]) == 1 and redis.call('HINCRBY', KEYS[2], ARGV[7], -1) <= 0 then
-    redis.call('HDEL', KEYS[2], ARGV[7])
-  end
-end
-local n = tonumber(ARGV[3])
--- How many requests must fit at once: each alone, or a batch's all together.
-local need = 1
-if ARGV[5] == '1' then need = n end
-local m = #KEYS - 3
-local prefetched = {}
-if m > 0 then prefetched = redis.call('MGET', unpack(KEYS, 4, 3 + m)) end
-local mlimit = tonumber(ARGV[1])
-local dlimit = tonumber(ARGV[2])
-local t = redis.call('TIME')
-local sec = tonumber(t[1])
-local now = sec * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = 60000
+/** One call: the key's three keys and the prefetched ones, and what to decide. */
+interface RateLimitCall {
+  keys: readonly string[];
+  policy: RateLimitPolicy;
+  requests: number;
+  /** Unique to this call: the sorted-set members are this and a request number. */
+  prefix: string;
+  /** A batch request: all or none, after taking back the one request counted when it arrived. */
+  batch?: { ticket: RateLimitTicket };
+}
 
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local mcount = redis.call('ZCARD', KEYS[1])
-
-local hour = math.floor(sec / 3600)
-local flat = redis.call('HGETALL', KEYS[2])
-local hours = {}
-local counts = {}
-local dcount = 0
-for i = 1, #flat, 2 do
-  local h = tonumber(flat[i])
-  if h <= hour - 24 then
-    redis.call('HDEL', KEYS[2], flat[i])
-  else
-    local c = tonumber(flat[i + 1])
-    dcount = dcount + c
-    counts[h] = c
-    table.insert(hours, h)
-  end
-end
-table.sort(hours)
-
-local accepted = 0
-while accepted < n and mcount + accepted < mlimit and dcount + accepted < dlimit do accepted = accepted + 1 end
-if accepted < need then accepted = 0 end
-if accepted > 0 then
-  local members = {}
-  for i = 1, accepted do
-    members[2 * i - 1] = now
-    members[2 * i] = ARGV[4] .. i
-  end
-  redis.call('ZADD', KEYS[1], unpack(members))
-  redis.call('PEXPIRE', KEYS[1], window + 1000)
-  redis.call('HINCRBY', KEYS[2], hour, accepted)
-  redis.call('EXPIRE', KEYS[2], 25 * 3600)
-  if counts[hour] == nil then table.insert(hours, hour) end
-  counts[hour] = (counts[hour] or 0) + accepted
-end
-local mtotal = mcount + accepted
-local dtotal = dcount + accepted
-
--- Seconds until the window holds fewer than it does now: when its (index+1)-th oldest time leaves.
-local function minute_reset(index)
-  local e = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
-  if #e == 0 then return 0 end
-  return math.max(1, math.ceil((tonumber(e[2]) + window - now) / 1000))
-end
--- Seconds until 'need' counted requests have left the day window, oldest hours first.
-local function day_reset(need)
-  for _, h in ipairs(hours) do
-    need = need - counts[h]
-    if need <= 0 then return math.max(1, (h + 24) * 3600 - sec) end
-  end
-  return 86400
-end
-
-local out = {}
-for i = 1, ${REPLY_SLOTS.length} do out[i] = 0 end
-out[${slot('accepted')}] = accepted
-out[${slot('minuteCount')}] = mcount
-out[${slot('dayCount')}] = dcount
-out[${slot('hour')}] = hour
-if accepted > 0 then
-  out[${slot('minuteReset')}] = minute_reset(0)
-  out[${slot('dayReset')}] = day_reset(1)
-end
-if accepted < n then
-  local mwait = 0
-  local dwait = 0
-  if mtotal + need > mlimit then mwait = minute_reset(mtotal + need - mlimit - 1) end
-  if dtotal + need > dlimit then dwait = day_reset(dtotal + need - dlimit) end
-  local mres = mwait
-  if mres == 0 then mres = minute_reset(0) end
-  local dres = dwait
-  if dres == 0 then dres = day_reset(1) end
-  local w = 0
-  local retry = mwait
-  if dwait >= mwait then
-    w = 2
-    retry = dwait
-  end
-  out[${slot('limitedWindow')}] = w
-  out[${slot('limitedMinuteRemaining')}] = math.max(0, mlimit - mtotal)
-  out[${slot('limitedMinuteReset')}] = mres
-  out[${slot('limitedDayRemaining')}] = math.max(0, dlimit - dtotal)
-  out[${slot('limitedDayReset')}] = dres
-  out[${slot('retryAfter')}] = retry
-end
-for i = 1, m do out[${REPLY_SLOTS.length} + i] = prefetched[i] end
-return out
-`;
+const rateLimitScript = apiScripts.define({
+  command: 'rate-limit',
+  keys: (call: RateLimitCall) => call.keys,
+  args: ({ policy, requests, prefix, batch }) => [policy.perMinute, policy.perDay, requests, prefix, ...(batch ? ['1', batch.ticket.member, batch.ticket.hour] : [])],
+  reply: (raw) => readReply(raw as Array<number | string | null>),
+});
 
 /** Most requests of one key decided by one script call. */
 const MAX_BATCH = 100;
@@ -193,10 +81,6 @@ interface Pending {
   policy: RateLimitPolicy;
   prefetchKeys: readonly string[] | undefined;
 }
-
-type RateLimitRedis = RedisClient & {
-  taskapiRateLimitBatch(numKeys: number, ...keysThenArgs: Array<string | number>): Promise<Array<number | string | null>>;
-};
 
 /** The script's reply by name: the slots of REPLY_SLOTS, then the prefetched values in KEYS order. */
 type ScriptReply = Record<(typeof REPLY_SLOTS)[number], number> & { prefetched: Array<string | null> };
@@ -235,15 +119,12 @@ export function rateLimitHeader(state: WindowState): string {
  * revocation stops the very next request.
  */
 export class RateLimiter {
-  private readonly redis: RateLimitRedis;
   private readonly batcher: Batcher<string, Pending, RateLimitOutcome>;
   // Unique per process; the counter makes each call's sorted-set members unique.
   private readonly tag = randomBase62(10);
   private seq = 0;
 
-  constructor(redis: RedisClient) {
-    if (!('taskapiRateLimitBatch' in redis)) redis.defineCommand('taskapiRateLimitBatch', { lua: SCRIPT });
-    this.redis = redis as RateLimitRedis;
+  constructor(private readonly redis: RedisClient) {
     this.batcher = new Batcher((_key, batch) => this.decide(batch), { maxItems: MAX_BATCH });
   }
 
@@ -264,13 +145,12 @@ export class RateLimiter {
   async consumeBatch(accountId: string, keyId: string, policy: RateLimitPolicy, ticket: RateLimitTicket, size: number): Promise<RateLimitOutcome> {
     const keys = [...rateLimitKeys(accountId, keyId), revokedMarkerKey(accountId, keyId)];
     const prefix = `${this.tag}:${++this.seq}:`;
-    let r: Array<number | string | null>;
+    let reply: ScriptReply | 'revoked';
     try {
-      r = await this.redis.taskapiRateLimitBatch(keys.length, ...keys, policy.perMinute, policy.perDay, size, prefix, '1', ticket.member, ticket.hour);
+      reply = await rateLimitScript(this.redis, { keys, policy, requests: size, prefix, batch: { ticket } });
     } catch (err) {
       throw unavailable('redis', err);
     }
-    const reply = readReply(r);
     if (reply === 'revoked') return { kind: 'revoked' };
     if (reply.accepted === size) {
       const state: WindowState = {
@@ -294,14 +174,13 @@ export class RateLimiter {
         keys.push(key);
       }
     }
-    let r: Array<number | string | null>;
+    let reply: ScriptReply | 'revoked';
     const prefix = `${this.tag}:${++this.seq}:`;
     try {
-      r = await this.redis.taskapiRateLimitBatch(keys.length, ...keys, policy.perMinute, policy.perDay, batch.length, prefix);
+      reply = await rateLimitScript(this.redis, { keys, policy, requests: batch.length, prefix });
     } catch (err) {
       throw unavailable('redis', err);
     }
-    const reply = readReply(r);
     if (reply === 'revoked') return batch.map((): RateLimitOutcome => ({ kind: 'revoked' }));
     return batch.map((p, i): RateLimitOutcome => {
       if (i < reply.accepted) {

@@ -3,6 +3,7 @@ import type { RedisClient } from '@taskapi/service';
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { Logger } from '@taskapi/logger';
 import type { KindLoad, TaskScheduler } from '@taskapi/scheduler';
+import { apiScripts } from './api-scripts';
 
 /** What one task kind looks like to an autoscaler (docs/fair-scheduling.md). */
 export interface QueueSignal {
@@ -18,21 +19,16 @@ export interface QueueSignal {
   heldByCap: number;
 }
 
-// One round trip per queue, atomic, and by Redis's clock, so every API replica reports the same
-// numbers. The job hash shares the queue's hash tag, so the script stays in one cluster slot.
-// BullMQ pushes new jobs on the left of `wait` and workers take them from the right.
-const READ_SIGNAL = `
-local depth = redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('LLEN', KEYS[3])
-local oldest = redis.call('LINDEX', KEYS[1], -1)
-local ageMs = 0
-if oldest then
-  local ts = tonumber(redis.call('HGET', ARGV[1] .. oldest, 'timestamp'))
-  if ts then
-    local now = redis.call('TIME')
-    ageMs = math.max(0, tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - ts)
-  end
-end
-return {depth, ageMs}`;
+// One round trip per queue (src/commands/queue-signal-3.lua), atomic, by Redis's clock.
+const queueSignalScript = apiScripts.define({
+  command: 'queue-signal',
+  keys: (queue: Queue) => [queue.toKey('wait'), queue.toKey('prioritized'), queue.toKey('paused')],
+  args: (queue) => [queue.toKey('')],
+  reply: (raw) => {
+    const [depth = 0, ageMs = 0] = raw as number[];
+    return { depth, ageMs };
+  },
+});
 
 /**
  * Reads every kind's signals at scrape time: its BullMQ queue (one script per queue) and the
@@ -49,13 +45,7 @@ export function queueSignalReader(
     const entries = Object.entries(queues) as [TaskKind, Queue][];
     const [loads, ...results] = await Promise.allSettled([
       scheduler.load(),
-      ...entries.map(async ([, queue]) => {
-        const [depth, ageMs] = (await redis.eval(READ_SIGNAL, 3, queue.toKey('wait'), queue.toKey('prioritized'), queue.toKey('paused'), queue.toKey(''))) as [
-          number,
-          number,
-        ];
-        return { depth, ageMs };
-      }),
+      ...entries.map(([, queue]) => queueSignalScript(redis, queue)),
     ]);
     const signals = new Map<TaskKind, QueueSignal>();
     if (loads.status === 'rejected') logger.warn('scheduler load not read; queue signals left out of this scrape', { error: (loads.reason as Error).message });
@@ -63,7 +53,7 @@ export function queueSignalReader(
       const kind = entries[i]![0];
       if (result.status === 'rejected') logger.warn('queue signals not read; left out of this scrape', { kind, error: (result.reason as Error).message });
       if (result.status !== 'fulfilled' || loads.status !== 'fulfilled') return;
-      const { depth, ageMs } = result.value as { depth: number; ageMs: number };
+      const { depth, ageMs } = result.value;
       const load: KindLoad | undefined = loads.value.get(kind);
       const waitingMs = load?.oldestWaitingCreatedMs === undefined ? 0 : Math.max(0, load.nowMs - load.oldestWaitingCreatedMs);
       signals.set(kind, {
