@@ -24,6 +24,8 @@ interface TaskRow {
   grant_id: string | null;
   status: number;
   error_code: string | null;
+  error_message: string | null;
+  attempts: number;
   cost: number;
   callback_url: string | null;
 }
@@ -62,7 +64,7 @@ function figure(label: string, items: string[], fails: boolean, note?: string): 
 export async function audit(input: AuditInput): Promise<Figure[]> {
   const { db, payers, creations, load } = input;
   const tasks = (
-    await db.query<TaskRow>('SELECT public_id, account_id, grant_id, status, error_code, cost, callback_url FROM tasks')
+    await db.query<TaskRow>('SELECT public_id, account_id, grant_id, status, error_code, error_message, attempts, cost, callback_url FROM tasks')
   ).rows;
   const byId = new Map(tasks.map((t) => [t.public_id, t]));
   const ledger = (
@@ -90,6 +92,13 @@ export async function audit(input: AuditInput): Promise<Figure[]> {
   const wrongOutcomes: string[] = [];
   const cancelMismatches: string[] = [];
   const readMismatches: string[] = [];
+  // The only failures the run injects are its [fail] videos' predictions (engine_error); any other
+  // failed task failed for a fault of the platform's own (docs/testing.md, "Chaos run").
+  const platformFailures: string[] = [];
+  // Attempts beyond what a task's fate needs (one run; two for a [flaky] video whose first
+  // prediction is cancelled): spent on the faults the run injects, not on the task.
+  let extraAttempts = 0;
+  const extraAttemptExamples: string[] = [];
   for (const c of held.values()) {
     const t = byId.get(c.publicId as string);
     if (!t) continue;
@@ -98,6 +107,12 @@ export async function audit(input: AuditInput): Promise<Figure[]> {
     if (c.fate === 'fail' && t.status === 20) wrongOutcomes.push(`${t.public_id}: meant to fail, completed`);
     // The model takes every input the load sends: a [fail] task fails by its prediction (engine_error).
     if (t.status === 30 && t.error_code === 'invalid_input') wrongOutcomes.push(`${t.public_id}: failed with invalid_input`);
+    const needed = t.status === 40 ? t.attempts : c.fate === 'flaky' ? 2 : 1;
+    if (t.attempts > needed) {
+      extraAttempts += t.attempts - needed;
+      extraAttemptExamples.push(`${t.public_id} (${c.fate}, ${o}): ${t.attempts} attempts`);
+    }
+    if (t.status === 30 && !(c.fate === 'fail' && t.error_code === 'engine_error')) platformFailures.push(`${t.public_id} (${c.fate}): ${t.error_code}: ${t.error_message ?? ''}`);
     if (c.cancelAnswer === 200 && t.status !== 40) cancelMismatches.push(`${t.public_id}: cancel answered 200, task ended ${o}`);
     if (c.readStatus !== undefined && c.readStatus >= 20 && c.readStatus !== t.status) readMismatches.push(`${t.public_id}: read ${c.readStatus}, ended ${t.status}`);
   }
@@ -215,6 +230,14 @@ export async function audit(input: AuditInput): Promise<Figure[]> {
     figure('tasks no client knows of (charged, never answered)', orphans, true),
     figure('tasks unfinished (status 0 or 10)', unfinished, true),
     figure('tasks with the wrong outcome', wrongOutcomes, true, 'a [fail] task completed, or any task failed invalid_input'),
+    figure('tasks failed by platform faults', platformFailures, true, 'failed, and not a [fail] video ending engine_error'),
+    {
+      label: 'attempts spent beyond what the tasks needed',
+      value: extraAttempts,
+      fails: false,
+      note: 'worker kills (a crash spends the attempt it interrupted) and, before, outages',
+      examples: extraAttemptExamples.slice(0, 5),
+    },
     figure('cancels answered 200 for a task that did not end cancelled', cancelMismatches, true),
     figure('reads showing a terminal status the task does not have', readMismatches, true),
     figure('ledger mismatches (per task)', taskLedgerMismatches, true, 'one charge of -cost; a refund of +cost iff failed/cancelled'),
