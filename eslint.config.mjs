@@ -63,6 +63,23 @@ export default tseslint.config(
     },
   },
   {
+    // A task's state changes only in its lifecycle (docs/architecture.md, "A task's life"): no
+    // service or other package builds the scheduler, the task statements or the marker writes.
+    files: ['services/*/src/**/*.ts', 'packages/*/src/**/*.ts'],
+    ignores: ['packages/task-lifecycle/**', 'packages/scheduler/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            { name: '@taskapi/scheduler', importNames: ['FairScheduler', 'FifoForBench', 'createTaskScheduler'], allowTypeImports: true, message: 'The task lifecycle (@taskapi/task-lifecycle) is the scheduler\'s only caller.' },
+            { name: '@taskapi/task-lifecycle', importNames: ['TaskLifecycle', 'TaskRows', 'StatusMarkers', 'TransitionWriter'], allowTypeImports: true, message: 'Build the lifecycle with createTaskLifecycle; its stores are its own.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/test/**/*.ts', 'packages/testing/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },

@@ -8,11 +8,11 @@
 // the old shape, and checks every hot statement's custom and generic plans.
 import pg from 'pg';
 import type { SqlExecutor } from '@taskapi/db';
-import { finishTask, TaskStatus } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
+import { TaskRows } from '@taskapi/task-lifecycle';
 import { recreateDatabase, testDatabaseUrl } from '@taskapi/testing';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
 import { claimAndLoad, claimAttempt, loadDelivery, recordAttempt } from '../../services/webhook-dispatcher/src/repositories/deliveries';
-import { claimTask, handBackTask, pendingTasksPage, taskStatus } from '../../services/worker/src/repositories/tasks';
 
 const DATABASE_URL = testDatabaseUrl('plans');
 const BACKLOG = 30_000;
@@ -157,11 +157,11 @@ describe('hot statements under a backlog the statistics have not seen', () => {
   });
 
   const hot: Array<[string, (db: SqlExecutor) => Promise<unknown>]> = [
-    ['a worker starts a task', (db) => claimTask(db, task.publicId)],
-    ['a worker hands a task back', (db) => handBackTask(db, { public_id: task.publicId, attempts: 1 })],
-    ['a worker reads a task status', (db) => taskStatus(db, task.publicId)],
-    ['a task is finished (worker, sweeper, cancel)', (db) => finishTask(db, task.publicId, null, { status: TaskStatus.completed, result: {} }, 'whd_plans_new')],
-    ['a task is cancelled by its owner', (db) => finishTask(db, task.publicId, accountId, { status: TaskStatus.cancelled }, 'whd_plans_new')],
+    ['a worker starts a task', (db) => new TaskRows(db).claim(task.publicId)],
+    ['a worker hands a task back', (db) => new TaskRows(db).handBack(task.publicId, 1)],
+    ['a worker reads a task status', (db) => new TaskRows(db).status(task.publicId)],
+    ['a task is finished (worker, sweeper, cancel)', (db) => new TaskRows(db).finish(task.publicId, null, { status: TaskStatus.completed, result: {} }, 'whd_plans_new')],
+    ['a task is cancelled by its owner', (db) => new TaskRows(db).finish(task.publicId, accountId, { status: TaskStatus.cancelled }, 'whd_plans_new')],
     ['the dispatcher loads a delivery', (db) => loadDelivery(db, deliveryId)],
     ['the dispatcher claims an attempt', (db) => claimAttempt(db, deliveryId, 1, new Date())],
     ['the dispatcher claims and loads', (db) => claimAndLoad(db, { deliveryId, attempt: 1, accountId, ciphertext: 'x', startedAt: new Date() })],
@@ -186,7 +186,7 @@ describe('hot statements under a backlog the statistics have not seen', () => {
   it('the sweepers still find their rows through their partial indexes', async () => {
     await dropOldShapes();
     // A grace of a day: no row qualifies, so neither queue is touched; only the statement runs.
-    const tasks = await scansOf((db) => pendingTasksPage(db, 'image-generation', DAY_MS, null, 1000));
+    const tasks = await scansOf((db) => new TaskRows(db).pendingPage('image-generation', DAY_MS, null, 1000));
     expect(tasks.map((s) => s.index)).toContain('tasks_not_finished_idx');
     const deliveries = await scansOf((db) => sweepDeliveries(db, undefined as never, DAY_MS));
     expect(deliveries.map((s) => s.index)).toContain('webhook_deliveries_due_idx');

@@ -251,7 +251,7 @@ describe('fair share, caps and recovery (one Redis server)', () => {
     await system.workerProcess({ WORKER_CONCURRENCY: '3' });
     await system.workerProcess({ WORKER_CONCURRENCY: '3' });
     // The workers apply the operator's cap within seconds.
-    await waitFor(async () => (await system.api.deps.scheduler.accountLoad(a.account.id)).maxRunning === 2, { timeoutMs: 5_000, what: "A's cap of 2 in force" });
+    await waitFor(async () => (await system.api.deps.taskLifecycle.queueFigures.accountLoad(a.account.id)).maxRunning === 2, { timeoutMs: 5_000, what: "A's cap of 2 in force" });
 
     await system.create(a, 8);
     await system.create(a, 4, 'video-generation');
@@ -299,7 +299,7 @@ describe('fair share, caps and recovery (one Redis server)', () => {
 
     const reset = await admin(system.env, 'set-max-running', '--email', a.account.email, '--reset');
     expect(JSON.parse(reset.stdout)).toEqual({ account_id: a.account.id, max_running: 2 });
-    await waitFor(async () => (await system.api.deps.scheduler.accountLoad(a.account.id)).maxRunning === 2, { timeoutMs: 5_000, what: 'the default cap back in force' });
+    await waitFor(async () => (await system.api.deps.taskLifecycle.queueFigures.accountLoad(a.account.id)).maxRunning === 2, { timeoutMs: 5_000, what: 'the default cap back in force' });
     // Four run under a cap of two: as they end one by one, nothing new is released until fewer than
     // two run (each end is told to the scheduler, which decides in the same call).
     const before = system.model.requests.length;
@@ -309,7 +309,7 @@ describe('fair share, caps and recovery (one Redis server)', () => {
       system.model.release(id);
       const left = running.length - i - 1;
       // In service: the four not yet ended, and once fewer than two, the newly released ones (two).
-      await waitFor(async () => (await system.api.deps.scheduler.accountLoad(a.account.id)).running === Math.max(left, 2), {
+      await waitFor(async () => (await system.api.deps.taskLifecycle.queueFigures.accountLoad(a.account.id)).running === Math.max(left, 2), {
         what: `${left} of the four left running`,
       });
       if (left >= 2) {
@@ -420,7 +420,7 @@ describe('fair share, caps and recovery (one Redis server)', () => {
     const worker = await system.workerProcess({ WORKER_CONCURRENCY: '2' });
     await waitFor(() => system.model.inFlight().length === 2, { what: 'two old jobs running' });
     // Their starts are reported with the worker's next call to the scheduler, within moments.
-    await waitFor(async () => (await system.api.deps.scheduler.accountLoad(a.account.id)).running === 2, { timeoutMs: 2_000, what: 'the old jobs counted' });
+    await waitFor(async () => (await system.api.deps.taskLifecycle.queueFigures.accountLoad(a.account.id)).running === 2, { timeoutMs: 2_000, what: 'the old jobs counted' });
 
     // Tasks of this release: both wait in B's line (the worker's slots are taken by the old jobs),
     // the second with a corrupt entry. It is skipped and logged when its turn comes, the kind keeps
@@ -438,7 +438,7 @@ describe('fair share, caps and recovery (one Redis server)', () => {
       { what: 'the corrupt entry to be reported' },
     );
     await system.drain([...a.tasks, ...b.tasks]);
-    await waitFor(async () => (await system.api.deps.scheduler.accountLoad(a.account.id)).running === 0, { what: "the old jobs' places freed" });
-    expect(await system.api.deps.scheduler.inService('image-generation')).toEqual([]);
+    await waitFor(async () => (await system.api.deps.taskLifecycle.queueFigures.accountLoad(a.account.id)).running === 0, { what: "the old jobs' places freed" });
+    expect(await system.api.deps.taskLifecycle.queueFigures.inService('image-generation')).toEqual([]);
   }, 60_000);
 });

@@ -6,8 +6,7 @@ import path from 'node:path';
 import { recreateDatabase, startHttpsReceiver, testDatabaseUrl, waitFor, type HttpsReceiver } from '@taskapi/testing';
 import { createKey, seedAccount, withKey, type CreatedKey, type TestAccount } from '../../services/api/test/support/harness';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
-import { sweepTasks } from '../../services/worker/src/domain/sweep-tasks';
-import { createWorkerMetrics } from '../../services/worker/src/infra/metrics';
+import { createTaskLifecycle } from '@taskapi/task-lifecycle';
 import { createLogger } from '@taskapi/logger';
 import { flushRedis, startDispatcher, startSystem, startWorker, type Running, type TestSystem } from './support/system';
 import { deliveriesOf, waitForTask } from './support/tasks';
@@ -92,22 +91,23 @@ describe('Redis loss', () => {
     const queued = await Promise.all([1, 2, 3, 4, 5].map((i) => create('image-generation', { prompt: `backlog ${i}`, width: 64, height: 64 })));
     await flush();
 
-    const deps = {
+    // The worker's sweeper, on the API's connections (pages of 2, so paging is exercised too).
+    const sweeper = createTaskLifecycle({
+      config: system.api.deps.config,
       db: api.deps.db.pool,
       redis: api.deps.redis,
-      webhooks: api.deps.webhooks,
+      schedulerRedis: api.deps.queueRedis,
       taskQueues: api.deps.taskQueues,
-      scheduler: api.deps.scheduler,
-      metrics: createWorkerMetrics(),
+      webhooks: api.deps.webhooks,
       logger: createLogger({ service: 'sweep', level: 'silent' }),
-    };
-    expect(await sweepTasks(deps, 'image-generation', 0, 2)).toEqual({ requeued: 5, failed: 0, released: 0 });
+    }).repair;
+    expect(await sweeper.sweep('image-generation', 0, 2)).toEqual({ requeued: 5, failed: 0, released: 0 });
     // Every task is back with the scheduler, in its account's line (no worker runs to take them).
-    const records = await api.deps.scheduler.lookup(queued);
+    const records = await api.deps.taskLifecycle.queueFigures.lookup(queued);
     expect(queued.map((id) => records.get(id)?.state)).toEqual(queued.map(() => 'pending'));
-    expect((await api.deps.scheduler.accountLoad(account.id)).waiting).toBe(5);
+    expect((await api.deps.taskLifecycle.queueFigures.accountLoad(account.id)).waiting).toBe(5);
     // A second sweep finds everything in place.
-    expect(await sweepTasks(deps, 'image-generation', 0, 2)).toEqual({ requeued: 0, failed: 0, released: 0 });
+    expect(await sweeper.sweep('image-generation', 0, 2)).toEqual({ requeued: 0, failed: 0, released: 0 });
 
     expect(await sweepDeliveries(api.deps.db.pool, api.deps.webhooks, 0, 2)).toBe(3);
     expect(await api.deps.webhooks.queue.getWaitingCount()).toBe(3);

@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { finishTask, TaskStatus, type FinishTaskInput } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
+import { TaskRows, type FinishTaskInput } from '@taskapi/task-lifecycle';
 import { inputKey, outputKey } from '@taskapi/file-store';
 import { createS3Store } from '@taskapi/file-store/src/s3-store';
 import { newId } from '@taskapi/ids';
@@ -49,7 +50,7 @@ describe('retention (RETENTION_DAYS): stored files of old terminal tasks are del
         : outcome === TaskStatus.failed
           ? { status: outcome, errorCode: 'internal_error' }
           : { status: outcome };
-    await finishTask(api.deps.db.pool, publicId, null, input, newId('delivery'));
+    await new TaskRows(api.deps.db.pool).finish(publicId, null, input, newId('delivery'));
     await setFinishedAt(publicId, daysAgo);
     return publicId;
   }
@@ -57,7 +58,7 @@ describe('retention (RETENTION_DAYS): stored files of old terminal tasks are del
   async function withUpload(daysAgo: number, terminal = true): Promise<string> {
     const publicId = await create('face-detection', { image_base64: image.toString('base64') });
     expect(await api.deps.store.head(inputKey(publicId))).not.toBeNull();
-    if (terminal) await finishTask(api.deps.db.pool, publicId, null, { status: TaskStatus.failed, errorCode: 'internal_error' }, newId('delivery'));
+    if (terminal) await new TaskRows(api.deps.db.pool).finish(publicId, null, { status: TaskStatus.failed, errorCode: 'internal_error' }, newId('delivery'));
     // On a queued task an old finished_at is nonsense, but it must be left alone all the same.
     await setFinishedAt(publicId, daysAgo);
     return publicId;

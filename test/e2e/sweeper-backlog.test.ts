@@ -11,7 +11,7 @@ import { closeQueues, createTaskQueues, createWebhookQueue, deliveryJobId, type 
 import { recreateDatabase, startPrivateRedis, testDatabaseUrl, type PrivateRedis } from '@taskapi/testing';
 import { sweepDeliveries } from '../../services/webhook-dispatcher/src/domain/sweep-deliveries';
 import { FairScheduler } from '@taskapi/scheduler';
-import { sweepTasks } from '../../services/worker/src/domain/sweep-tasks';
+import { NO_PREDICTIONS, StatusMarkers, TaskLifecycle, TaskRows } from '@taskapi/task-lifecycle';
 
 const DATABASE_URL = testDatabaseUrl('sweeper_backlog');
 const BACKLOG = 3_000;
@@ -72,8 +72,11 @@ it('the task sweeper gives back exactly the missing tasks of a waiting backlog, 
   await redis.config('RESETSTAT');
   const logger = createLogger({ service: 'test', level: 'silent' });
   const scheduler = new FairScheduler(redis, taskQueues, { defaultCap: 10 });
-  const deps = { db: pool, redis, webhooks, logger, metrics: { observeE2e: () => undefined }, taskQueues, scheduler };
-  const result = await sweepTasks(deps, 'image-generation', GRACE_MS);
+  const lifecycle = new TaskLifecycle({
+    stores: { database: new TaskRows(pool), markers: new StatusMarkers(redis), scheduler, queues: taskQueues, webhooks, predictions: NO_PREDICTIONS },
+    logger,
+  });
+  const result = await lifecycle.repair.sweep('image-generation', GRACE_MS);
   const stats = await commandStats();
   expect(result).toEqual({ requeued: missingNumbers.length, failed: 0, released: 0 });
   // The missing ones are back with the scheduler, in their account's line (no worker slot is idle

@@ -1,8 +1,8 @@
 // `tasks.events(id)`: against a local server that streams, drops and refuses on purpose (how the
 // iterator parses, reconnects, gives up and stops), then against the real API on PostgreSQL and
 // Redis, with the task moved the way a worker moves it.
-import { finishTaskAndRecord, recordTaskProgress, recordTaskStatus, TaskStatus } from '@taskapi/domain';
-import { newId } from '@taskapi/ids';
+import { TaskStatus } from '@taskapi/domain';
+import { StatusMarkers } from '@taskapi/task-lifecycle';
 import { waitFor } from '@taskapi/testing';
 import { createKey, seedAccount, startApi } from '../../../services/api/test/support/harness';
 import { TaskApi, TaskApiConnectionError, TaskApiError, type Task } from '../src';
@@ -131,11 +131,11 @@ describe('tasks.events() against the API', () => {
       const following = collect(sdk.tasks.events(created.public_id), seen);
       await waitFor(() => seen.length === 1, { what: 'the first event' });
       await api.deps.db.pool.query('UPDATE tasks SET status = 10, started_at = now() WHERE public_id = $1', [created.public_id]);
-      await recordTaskStatus(api.deps.redis, account.id, created.public_id, TaskStatus.processing);
+      await new StatusMarkers(api.deps.redis).status(account.id, created.public_id, TaskStatus.processing);
       await waitFor(() => seen.at(-1)?.status === 10, { what: 'status 10' });
-      await recordTaskProgress(api.deps.redis, account.id, created.public_id, 0.6);
+      await new StatusMarkers(api.deps.redis).progress(account.id, created.public_id, 0.6);
       await waitFor(() => seen.at(-1)?.progress === 0.6, { what: 'progress 0.6' });
-      await finishTaskAndRecord(api.deps.db.pool, api.deps.redis, created.public_id, null, { status: TaskStatus.completed, result: { face_coordinates: [] } }, newId('delivery'));
+      await api.deps.taskLifecycle.repair.end(created.public_id, { status: TaskStatus.completed, result: { face_coordinates: [] } });
       const tasks = await following;
       expect(tasks.map((t) => [t.status, t.progress])).toEqual([
         [0, null],

@@ -1,10 +1,7 @@
 export * from './task-rules';
-export { finishTask, finishTaskAndRecord } from './finish-task';
-export type { FinishTaskInput, FinishedTask } from './finish-task';
 export { TASK_E2E_METRIC, terminalStatusName, e2eSeconds } from './task-e2e-metric';
-export { PROGRESS_WRITES_PER_SECOND, ProgressThrottle, parseProgress, recordTaskProgress, roundProgress, TASK_CHANGED_CHANNEL, taskProgressKey } from './task-progress';
-export { recordHandBack, recordTaskStatus, seedTaskStatus, taskStatusMarkerKey, TASK_FINISHED_CHANNEL, parseTaskFinished } from './task-status-marker';
-export type { MarkerRedis } from './task-status-marker';
+export { PROGRESS_TTL_SECONDS, PROGRESS_WRITES_PER_SECOND, parseProgress, roundProgress, TASK_CHANGED_CHANNEL, taskProgressKey } from './task-progress';
+export { MARKER_TTL_SECONDS, taskStatusMarkerKey, TASK_FINISHED_CHANNEL, parseTaskFinished } from './task-status-marker';
 export { webhookBody, webhookHeaders } from './webhook-request';
 export type { WebhookSubject } from './webhook-request';
 export { storableText, UNSTORABLE_TEXT } from './storable-text';

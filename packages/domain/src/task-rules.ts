@@ -20,4 +20,7 @@ export function isTerminalStatus(status: number): boolean {
 export const TASK_ERROR_CODES = ['invalid_input', 'image_fetch_failed', 'engine_error', 'timeout', 'internal_error'] as const;
 export type TaskErrorCode = (typeof TASK_ERROR_CODES)[number];
 
+/** The `error_message` of a task that failed for reasons of ours (`internal_error`; it was refunded). */
+export const INTERNAL_ERROR_MESSAGE = 'The task could not be run; it was refunded. Please try again.';
+
 export type ApiKeyType = 'paid' | 'trial';

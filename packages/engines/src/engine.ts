@@ -98,6 +98,16 @@ export class EngineBusyError extends Error {
 }
 
 /**
+ * The engine's run was cut off by a fault of the platform's own, not of the task (its state in
+ * Redis vanished: a Redis that restarted empty). Like an unreachable PostgreSQL or Redis, the run
+ * is handed back without spending an attempt (docs/high-availability.md, "Faults the platform
+ * owns"), and its next run starts afresh.
+ */
+export class EngineInterruptedError extends Error {
+  override name = 'EngineInterruptedError';
+}
+
+/**
  * Why a run's signal aborted, when it is not the deadline (whose reason is a `TimeoutError`):
  * the worker is shutting down (the task goes back to the queue and its next run may pick up where
  * this one left: an engine must not cancel work it can re-attach to), or the task was cancelled

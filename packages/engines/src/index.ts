@@ -11,7 +11,7 @@ import { createVideoGenerationEngine, type VideoFormat } from './video-generatio
 
 export { abortable } from './abortable';
 export { decodeImage } from './decode-image';
-export { EngineBusyError, EngineError, ImageFetchError, TaskCancelled, TaskInputError, WorkerShutdown } from './engine';
+export { EngineBusyError, EngineError, EngineInterruptedError, ImageFetchError, TaskCancelled, TaskInputError, WorkerShutdown } from './engine';
 export type { Engine, EngineFile, EngineImage, EngineInput, EngineOutput } from './engine';
 export { createFaceDetectionEngine, MAX_DETECTION_SIDE } from './face-detection';
 export type { FaceBox, FaceDetectionOptions } from './face-detection';

@@ -2,7 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { TASK_KINDS, isTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import type { TaskQueues, TaskRun } from '@taskapi/queue';
 import { schedulerCommands, type Releasing, type SchedulerScope } from './scheduler-commands';
-import type { AccountLoad, KindLoad, NewTask, SchedulerRecord, TaskRunRef, TaskScheduler, WorkerReport } from './task-scheduler';
+import type { AccountLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskScheduler, WorkerReport } from './task-scheduler';
 
 /** Every scheduling key starts with this; its hash tag keeps them in one Redis Cluster slot. */
 export const SCHEDULER_PREFIX = 'taskapi:{sched}:';
@@ -81,11 +81,11 @@ export class FairScheduler implements TaskScheduler {
     await this.settle(await schedulerCommands.done(this.redis, { scope: this.scope, report, publicId }));
   }
 
-  async handBack(run: TaskRunRef, report?: WorkerReport): Promise<void> {
+  async handBack(run: RunRelease, report?: WorkerReport): Promise<void> {
     await this.settle(await schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release }), traced(run));
   }
 
-  async retryLater(run: TaskRunRef, delayMs: number, report?: WorkerReport): Promise<void> {
+  async retryLater(run: RunRelease, delayMs: number, report?: WorkerReport): Promise<void> {
     await this.settle(await schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs }), traced(run));
   }
 
@@ -142,6 +142,6 @@ export class FairScheduler implements TaskScheduler {
 }
 
 /** The run's task and its `traceparent`, when it has one. */
-function traced(run: TaskRunRef): ReadonlyMap<string, string> | undefined {
+function traced(run: RunRelease): ReadonlyMap<string, string> | undefined {
   return run.traceParent ? new Map([[run.publicId, run.traceParent]]) : undefined;
 }

@@ -1,6 +1,6 @@
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { TaskQueues } from '@taskapi/queue';
-import type { AccountLoad, KindLoad, NewTask, SchedulerRecord, TaskRunRef, TaskScheduler } from './task-scheduler';
+import type { AccountLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskScheduler } from './task-scheduler';
 
 /**
  * First in, first out, as before the fair scheduler: every task's job goes to its kind's queue when
@@ -23,11 +23,11 @@ export class FifoForBench implements TaskScheduler {
 
   async done(): Promise<void> {}
 
-  async handBack(run: TaskRunRef): Promise<void> {
+  async handBack(run: RunRelease): Promise<void> {
     await this.queues.addRuns(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, front: true }]);
   }
 
-  async retryLater(run: TaskRunRef, delayMs: number): Promise<void> {
+  async retryLater(run: RunRelease, delayMs: number): Promise<void> {
     await this.queues.addRuns(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, delayMs }]);
   }
 

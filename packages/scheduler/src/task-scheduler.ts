@@ -29,6 +29,9 @@ export interface TaskRunRef {
   traceParent?: string | undefined;
 }
 
+/** What re-releasing a run needs: its task and the release it was (a hand-back or retry of a later release changes nothing). */
+export type RunRelease = Pick<TaskRunRef, 'kind' | 'publicId' | 'accountId' | 'release' | 'traceParent'>;
+
 /** Idle slots of one worker process, per kind it runs. */
 export type IdleSlots = Partial<Record<TaskKind, number>>;
 
@@ -98,12 +101,12 @@ export interface TaskScheduler {
    * as running) and is released again at once, to the head of its kind's queue. Only the task's
    * current release (`run.release`) can be handed back: a late or repeated one changes nothing.
    */
-  handBack(run: TaskRunRef, report?: WorkerReport): Promise<void>;
+  handBack(run: RunRelease, report?: WorkerReport): Promise<void>;
   /**
    * A transient failure: the task runs again after `delayMs`, still counted as running, ahead of its
    * account's other tasks (for the current release only, as `handBack`).
    */
-  retryLater(run: TaskRunRef, delayMs: number, report?: WorkerReport): Promise<void>;
+  retryLater(run: RunRelease, delayMs: number, report?: WorkerReport): Promise<void>;
   /** A worker stopping: its slots take no more work. */
   leave(workerId: string): Promise<void>;
   /** A cancelled task leaves its line (or the queue, when it was released) at once. */

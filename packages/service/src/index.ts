@@ -8,6 +8,8 @@ export type { BatcherOptions, BatchedStatementOptions } from './batcher';
 export { connectBackends } from './backends';
 export { createRedisClient, isRedisUnavailable } from './redis-client';
 export type { RedisClient, RedisTarget } from './redis-client';
+export { isPlatformFault, retryWhileUnavailable, StoppedWhileUnavailableError } from './platform-faults';
+export type { RetryWhileUnavailableOptions } from './platform-faults';
 export { runPeriodically } from './periodic';
 export { PubSubFanout } from './pubsub-fanout';
 export type { FanoutEvent } from './pubsub-fanout';

@@ -7,7 +7,9 @@ import { Batcher, describeRedisProblem, redisReadinessCheck, reportWhileWaitingF
 import type { TlsOptions } from 'node:tls';
 import { createEgressClient, type EgressClient } from '@taskapi/egress';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
-import { createTaskScheduler, type NewTask, type TaskScheduler } from '@taskapi/scheduler';
+import type { NewTask } from '@taskapi/scheduler';
+import { noteCancelledPrediction, e2eSeconds } from '@taskapi/domain';
+import { createTaskLifecycle, type TaskLifecycle } from '@taskapi/task-lifecycle';
 import type { TaskKind } from '@taskapi/task-kinds';
 import { TaskCreator } from './domain/create-task';
 import { FileLinks } from './domain/file-links';
@@ -63,8 +65,12 @@ export interface ApiDeps {
   /** Keep-alive and progress intervals of task event streams (`GET /api/tasks/{publicId}/events`). */
   taskEventTimings: TaskEventTimings;
   taskCreator: TaskCreator;
-  /** Decides which task of a kind runs next (docs/fair-scheduling.md); the console reads an account's load from it. */
-  scheduler: TaskScheduler;
+  /**
+   * Every transition of a task the API makes (docs/architecture.md, "A task's life"): a created
+   * task joining the scheduler, cancels, a reader's marker seed; and the scheduler's figures
+   * (metrics, the console's concurrency).
+   */
+  taskLifecycle: TaskLifecycle;
   /** Gives a committed task to the scheduler, batching concurrent ones per kind into one Redis round trip. */
   enqueueTask(kind: TaskKind, task: NewTask): Promise<void>;
   rateLimiter: RateLimiter;
@@ -131,11 +137,29 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
   const taskQueues = createTaskQueues(queueRedis);
   const webhooks = createWebhookQueue(queueRedis);
   const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
-  const scheduler = createTaskScheduler(config, queueRedis, taskQueues, logger);
+  const metrics = createMetrics({
+    ...opts,
+    queueSignals: queueSignalReader(queueRedis, taskQueues.queues, () => taskLifecycle.queueFigures.load(), logger),
+    // The checks of GET /readyz, as gauges at every scrape.
+    readinessChecks,
+  });
+  const taskLifecycle = createTaskLifecycle({
+    config,
+    db: db.pool,
+    redis,
+    schedulerRedis: queueRedis,
+    taskQueues,
+    webhooks,
+    // A cancelled task's prediction is noted for a worker that reaches its model server (docs/models.md).
+    predictions: { abandon: (_kind, publicId) => noteCancelledPrediction(redis, publicId) },
+    logger,
+    // The API ends tasks only by cancelling them.
+    onFinished: (task) => metrics.taskE2e.observe({ kind: task.kind, status: 'cancelled' }, e2eSeconds(task.created_at, task.finished_at)),
+  });
   // A creation answers once its task is in its account's line; a job released for an idle worker
   // slot is added meanwhile (the sweeper re-adds one whose adding failed).
   const enqueuer = new Batcher<TaskKind, NewTask, void>(async (kind, tasks) => {
-    await scheduler.submit(kind, tasks, {
+    await taskLifecycle.enqueue.submit(kind, tasks, {
       queued: (jobs) => void jobs.catch((err: unknown) => logger.warn('released task jobs not added; the sweeper will add them', { kind, error: (err as Error).message })),
     });
     return tasks.map(() => undefined);
@@ -157,20 +181,15 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
     webhooks,
     egress,
     verifier,
-    taskReader: new TaskReader(new TaskReadCache(repos.tasks, redis, logger), redis),
+    taskReader: new TaskReader(new TaskReadCache(repos.tasks, taskLifecycle.repair, logger), redis),
     taskWaiters,
     taskEventTimings: { ...DEFAULT_TASK_EVENT_TIMINGS, ...opts.taskEventTimings },
     taskCreator: new TaskCreator(repos, store, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
-    scheduler,
+    taskLifecycle,
     enqueueTask: (kind, task) => enqueuer.submit(kind, task),
     rateLimiter: new RateLimiter(redis),
     sessions: new SessionService(config.jwtSecret, redis),
-    metrics: createMetrics({
-      ...opts,
-      queueSignals: queueSignalReader(queueRedis, taskQueues.queues, scheduler, logger),
-      // The checks of GET /readyz, as gauges at every scrape.
-      readinessChecks,
-    }),
+    metrics,
     apiVersions: opts.apiVersions ?? new ApiVersions(),
     lifecycle: { draining: false },
     async close() {

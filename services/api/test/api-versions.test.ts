@@ -3,8 +3,7 @@
 // account carrying the newest version, the version pinned to an account, and (with an example change
 // that only this file registers, never shipped) the transforms applied on the way in and out.
 import { API_VERSION, TaskApi } from '../../../packages/client/src';
-import { TaskStatus, finishTaskAndRecord } from '@taskapi/domain';
-import { newId } from '@taskapi/ids';
+import { TaskStatus } from '@taskapi/domain';
 import { NEWEST_VERSION, SHIPPED_VERSIONS, ApiVersions } from '../src/versions/registry';
 import type { ApiVersionChange, VersionedResponse } from '../src/versions/version-change';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
@@ -229,7 +228,7 @@ describe('dated transforms (a test-only version 2027-01-01)', () => {
 
   it('requests are upgraded on the way in: the old filter name works for the old version only', async () => {
     const task = await api.req('POST', '/api/tasks/face-detection', { headers: withKey(oldKey), body: { image_url: 'https://images.example.test/a.jpg' } });
-    await finishTaskAndRecord(api.deps.db.pool, api.deps.redis, task.body.public_id, oldAccount.id, { status: TaskStatus.completed, result: { face_coordinates: [] } }, newId('delivery'));
+    await api.deps.taskLifecycle.repair.end(task.body.public_id, { status: TaskStatus.completed, result: { face_coordinates: [] } }, oldAccount.id);
     const old = await api.req('GET', '/api/tasks?state=20', { headers: withKey(oldKey) });
     expect({ status: old.status, ids: old.body.data.map((t: { public_id: string }) => t.public_id) }).toEqual({ status: 200, ids: [task.body.public_id] });
     const latest = await api.req('GET', '/api/tasks?state=20', { headers: { ...withKey(oldKey), 'taskapi-version': LATER } });

@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { PNG } from 'pngjs';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { finishTaskAndRecord, TaskStatus, type FinishTaskInput } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
+import { type FinishTaskInput } from '@taskapi/task-lifecycle';
 import { newId } from '@taskapi/ids';
 import { waitFor } from '@taskapi/testing';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
@@ -135,7 +136,7 @@ describe('console usage charts and task details in a real browser', () => {
       "UPDATE tasks SET created_at = now() - interval '4.6 seconds', started_at = now() - interval '3.4 seconds', status = 10 WHERE public_id = $1",
       [publicId],
     );
-    const finished = await finishTaskAndRecord(api.deps.db.pool, api.deps.redis, publicId, account.id, withFiles, newId('delivery'));
+    const finished = await api.deps.taskLifecycle.repair.end(publicId, withFiles, account.id);
     if (!finished) throw new Error(`could not finish ${publicId}`);
     return finished.delivery_id ?? null;
   }

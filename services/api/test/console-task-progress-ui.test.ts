@@ -2,8 +2,8 @@
 // and progress bar move as the worker reports, in a real headless Chromium (playwright-core)
 // against a real API on PostgreSQL and Redis.
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { finishTaskAndRecord, recordTaskProgress, recordTaskStatus, TaskStatus } from '@taskapi/domain';
-import { newId } from '@taskapi/ids';
+import { TaskStatus } from '@taskapi/domain';
+import { StatusMarkers } from '@taskapi/task-lifecycle';
 import { waitFor } from '@taskapi/testing';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 import { waitForText, watchConsolePage } from './support/browser';
@@ -50,16 +50,16 @@ describe('console task page: live status and progress', () => {
     await waitFor(() => api.deps.taskWaiters.size === 1, { what: 'the page to follow the task' });
 
     await api.deps.db.pool.query('UPDATE tasks SET status = 10, started_at = now() WHERE public_id = $1', [id]);
-    await recordTaskStatus(api.deps.redis, account.id, id, TaskStatus.processing);
+    await new StatusMarkers(api.deps.redis).status(account.id, id, TaskStatus.processing);
     await waitForText(summary, 'processing');
     await waitForText(page.locator('#task-progress'), 'running');
 
-    await recordTaskProgress(api.deps.redis, account.id, id, 0.42);
+    await new StatusMarkers(api.deps.redis).progress(account.id, id, 0.42);
     await waitForText(page.locator('#task-progress'), '42%');
     const bar = page.getByRole('progressbar', { name: 'Progress' });
     expect(await bar.evaluate((e: any) => e.value)).toBeCloseTo(0.42);
 
-    await finishTaskAndRecord(api.deps.db.pool, api.deps.redis, id, null, { status: TaskStatus.completed, result: { face_coordinates: [] } }, newId('delivery'));
+    await api.deps.taskLifecycle.repair.end(id, { status: TaskStatus.completed, result: { face_coordinates: [] } });
     await waitForText(summary, 'completed');
     await waitForText(page.locator('#task-progress'), '100%');
     await waitForText(page.locator('#task-result'), 'face_coordinates');

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
 import { newId } from '@taskapi/ids';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
@@ -69,7 +69,7 @@ describe('console task API (/api/console/tasks, session)', () => {
     const bytes = Buffer.from('\x89PNG\r\n\x1a\nnot really an image, but bytes are bytes');
     fs.mkdirSync(path.join(api.config.filesDir, publicId), { recursive: true });
     fs.writeFileSync(path.join(api.config.filesDir, publicId, 'image.png'), bytes);
-    await finishTaskAndRecord(api.deps.db.pool, api.deps.redis, publicId, null, { status: TaskStatus.completed, result: { ok: true }, files: [{ name: 'image.png', content_type: 'image/png', size: bytes.length }] }, newId('delivery'));
+    await api.deps.taskLifecycle.repair.end(publicId, { status: TaskStatus.completed, result: { ok: true }, files: [{ name: 'image.png', content_type: 'image/png', size: bytes.length }] });
 
     const task = await api.req('GET', `/api/console/tasks/${publicId}`, { headers: owner.auth });
     expect(task.body.files).toEqual([{ name: 'image.png', content_type: 'image/png', size: bytes.length, url: `${api.url}/api/console/tasks/${publicId}/files/image.png` }]);

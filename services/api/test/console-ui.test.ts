@@ -9,8 +9,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { PNG } from 'pngjs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
-import { newId } from '@taskapi/ids';
+import { TaskStatus } from '@taskapi/domain';
 import { startHttpsReceiver, testCa, waitFor } from '@taskapi/testing';
 import { CONSOLE_CSP } from '../src/console/pages';
 import { API_ERRORS } from '../src/errors';
@@ -315,14 +314,7 @@ describe('console pages in a real browser', () => {
     const image = samplePng();
     fs.mkdirSync(path.join(api.config.filesDir, paidTaskId), { recursive: true });
     fs.writeFileSync(path.join(api.config.filesDir, paidTaskId, 'image.png'), image);
-    const finished = await finishTaskAndRecord(
-      api.deps.db.pool,
-      api.deps.redis,
-      paidTaskId,
-      null,
-      { status: TaskStatus.completed, result: { caption: HOSTILE }, files: [{ name: 'image.png', content_type: 'image/png', size: image.length }] },
-      newId('delivery'),
-    );
+    const finished = await api.deps.taskLifecycle.repair.end(paidTaskId, { status: TaskStatus.completed, result: { caption: HOSTILE }, files: [{ name: 'image.png', content_type: 'image/png', size: image.length }] });
     expect(finished?.delivery_id).toMatch(/^whd_/);
 
     const before = (await api.req('GET', '/api/webhook-secret', { headers: account.auth })).body.webhook_secret as string;

@@ -1,4 +1,5 @@
-import { finishTask, TaskStatus } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
+import { TaskRows } from '@taskapi/task-lifecycle';
 import { newId } from '@taskapi/ids';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type TestAccount, type TestApi } from './support/harness';
 
@@ -68,9 +69,9 @@ describe('credits under concurrency', () => {
 
     const outcomes = await Promise.all(
       created.flatMap((c) => [
-        finishTask(api.deps.db.pool, c.body.public_id, null, { status: TaskStatus.failed, errorCode: 'engine_error' }, newId('delivery')),
-        finishTask(api.deps.db.pool, c.body.public_id, account.id, { status: TaskStatus.cancelled }, newId('delivery')),
-        finishTask(api.deps.db.pool, c.body.public_id, null, { status: TaskStatus.completed, result: { ok: true } }, newId('delivery')),
+        new TaskRows(api.deps.db.pool).finish(c.body.public_id, null, { status: TaskStatus.failed, errorCode: 'engine_error' }, newId('delivery')),
+        new TaskRows(api.deps.db.pool).finish(c.body.public_id, account.id, { status: TaskStatus.cancelled }, newId('delivery')),
+        new TaskRows(api.deps.db.pool).finish(c.body.public_id, null, { status: TaskStatus.completed, result: { ok: true } }, newId('delivery')),
       ]),
     );
     // Exactly one transition per task won.
@@ -91,7 +92,7 @@ describe('credits under concurrency', () => {
     const account = await seedAccount(api, { credits: 10 });
     const key = await createKey(api, account, { type: 'paid' });
     const created = await api.req('POST', '/api/tasks/video-generation', { headers: withKey(key), body: { prompt: 'p' } });
-    await finishTask(api.deps.db.pool, created.body.public_id, null, { status: TaskStatus.failed, errorCode: 'timeout' }, newId('delivery'));
+    await new TaskRows(api.deps.db.pool).finish(created.body.public_id, null, { status: TaskStatus.failed, errorCode: 'timeout' }, newId('delivery'));
     const task = await api.deps.db.prisma.task.findUniqueOrThrow({ where: { publicId: created.body.public_id } });
     await expect(
       api.deps.db.prisma.creditLedgerEntry.create({ data: { accountId: account.id, taskId: task.id, entryType: 'refund', amount: 10 } }),

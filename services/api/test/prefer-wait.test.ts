@@ -1,5 +1,4 @@
-import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
-import { newId } from '@taskapi/ids';
+import { TaskStatus } from '@taskapi/domain';
 import { waitFor } from '@taskapi/testing';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@taskapi/testing';
@@ -43,7 +42,7 @@ describe('Prefer: wait (long-poll on terminal task events)', () => {
 
   const create = async () => (await api.req('POST', '/api/tasks/face-detection', { headers: withKey(key), body: { image_url: 'https://example.com/a.jpg' } })).body.public_id as string;
   const complete = (id: string) =>
-    finishTaskAndRecord(api.deps.db.pool, api.deps.redis, id, null, { status: TaskStatus.completed, result: { faces: [] } }, newId('delivery'));
+    api.deps.taskLifecycle.repair.end(id, { status: TaskStatus.completed, result: { faces: [] } });
   const getWaiting = (id: string, prefer: string) => api.req('GET', `/api/tasks/${id}`, { headers: { ...withKey(key), prefer } });
   const waiters = (n: number) => waitFor(() => api.deps.taskWaiters.size === n, { what: `${n} waiting requests` });
   /** Until the API's queries stop (a waiter is registered before its first read, which follows). */

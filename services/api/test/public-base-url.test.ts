@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { finishTask, TaskStatus } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
+import { TaskRows } from '@taskapi/task-lifecycle';
 import { newId } from '@taskapi/ids';
 import { TEST_PASSWORD } from '@taskapi/testing';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
@@ -56,13 +57,7 @@ async function taskWithFile(api: TestApi, key: CreatedKey): Promise<string> {
   const publicId = created.body.public_id as string;
   fs.mkdirSync(path.join(api.config.filesDir, publicId), { recursive: true });
   fs.writeFileSync(path.join(api.config.filesDir, publicId, 'image.png'), 'png');
-  await finishTask(
-    api.deps.db.pool,
-    publicId,
-    null,
-    { status: TaskStatus.completed, result: {}, files: [{ name: 'image.png', content_type: 'image/png', size: 3 }] },
-    newId('delivery'),
-  );
+  await new TaskRows(api.deps.db.pool).finish(publicId, null, { status: TaskStatus.completed, result: {}, files: [{ name: 'image.png', content_type: 'image/png', size: 3 }] }, newId('delivery'));
   return publicId;
 }
 

@@ -1,7 +1,8 @@
 // Spend limits per key (docs/api.md, "Spend limits"): set on creation and by PATCH, shown with
 // `spent` in the key list, enforced in the transaction that charges (exact under concurrency and
 // across replicas), lowered by refunds in the period of their charge, carried over by reissue.
-import { finishTask, TaskStatus } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
+import { TaskRows } from '@taskapi/task-lifecycle';
 import { newId } from '@taskapi/ids';
 import { createKey, seedAccount, seedGrant, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
@@ -218,7 +219,7 @@ describe('spend limits per key', () => {
     expect((await api.req('POST', `/api/tasks/${ids[0]}/cancel`, { headers: withKey(key) })).status).toBe(200);
     expect((await listed(api, account, key.id)).spent).toBe(2);
     // A failed task is refunded by the worker's terminal transition: the same statement.
-    expect(await finishTask(api.deps.db.pool, ids[1]!, account.id, { status: TaskStatus.failed, errorCode: 'engine_error' }, newId('delivery'))).not.toBeNull();
+    expect(await new TaskRows(api.deps.db.pool).finish(ids[1]!, account.id, { status: TaskStatus.failed, errorCode: 'engine_error' }, newId('delivery'))).not.toBeNull();
     expect((await listed(api, account, key.id)).spent).toBe(0);
     expect(await ledgerOfKey(api, key)).toBe(0);
     // The limit's room is back.

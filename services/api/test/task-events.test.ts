@@ -3,8 +3,8 @@
 // moves them: a committed status change recorded in Redis (`recordTaskStatus`), progress written
 // with `recordTaskProgress`, terminal transitions with `finishTaskAndRecord`.
 import { createParser } from 'eventsource-parser';
-import { finishTaskAndRecord, recordTaskProgress, recordTaskStatus, seedTaskStatus, TaskStatus, type FinishTaskInput } from '@taskapi/domain';
-import { newId } from '@taskapi/ids';
+import { TaskStatus } from '@taskapi/domain';
+import { StatusMarkers, type FinishTaskInput } from '@taskapi/task-lifecycle';
 import { waitFor } from '@taskapi/testing';
 import { API_ERRORS } from '../src/errors';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
@@ -80,11 +80,11 @@ describe('task event streams', () => {
   /** What a worker does when it claims a task: the committed status, then its marker and announcement. */
   const start = async (id: string) => {
     await api.deps.db.pool.query('UPDATE tasks SET status = 10, started_at = now() WHERE public_id = $1', [id]);
-    await recordTaskStatus(api.deps.redis, account.id, id, TaskStatus.processing);
+    await new StatusMarkers(api.deps.redis).status(account.id, id, TaskStatus.processing);
   };
   const finish = (id: string, input: FinishTaskInput = { status: TaskStatus.completed, result: { face_coordinates: [] } }) =>
-    finishTaskAndRecord(api.deps.db.pool, api.deps.redis, id, null, input, newId('delivery'));
-  const progress = (id: string, value: number) => recordTaskProgress(api.deps.redis, account.id, id, value);
+    api.deps.taskLifecycle.repair.end(id, input);
+  const progress = (id: string, value: number) => new StatusMarkers(api.deps.redis).progress(account.id, id, value);
   const events = (id: string) => openStream(api, `/api/tasks/${id}/events`, withKey(key));
   const held = (n: number) => waitFor(() => api.deps.taskWaiters.size === n, { what: `${n} held requests` });
   const taskEvent = (stream: OpenStream, match: (task: any) => boolean, what: string) =>
@@ -112,8 +112,8 @@ describe('task event streams', () => {
     await taskEvent(stream, (t) => t.status === 0, 'status 0');
     await api.deps.db.pool.query('UPDATE tasks SET status = 10, started_at = now() WHERE public_id = $1', [id]);
     // A read between the worker's commit and its marker write seeds the marker, announcing nothing.
-    await seedTaskStatus(api.deps.redis, account.id, id, TaskStatus.processing);
-    await recordTaskStatus(api.deps.redis, account.id, id, TaskStatus.processing);
+    await new StatusMarkers(api.deps.redis).seed(account.id, id, TaskStatus.processing);
+    await new StatusMarkers(api.deps.redis).status(account.id, id, TaskStatus.processing);
     await taskEvent(stream, (t) => t.status === 10, 'status 10');
     stream.abort();
     await held(0);
@@ -368,7 +368,7 @@ describe('progress in the task JSON', () => {
   const create = async () => (await api.req('POST', '/api/tasks/face-detection', { headers: withKey(key), body: { image_url: 'https://example.com/a.jpg' } })).body;
   const start = async (id: string) => {
     await api.deps.db.pool.query('UPDATE tasks SET status = 10, started_at = now() WHERE public_id = $1', [id]);
-    await recordTaskStatus(api.deps.redis, account.id, id, TaskStatus.processing);
+    await new StatusMarkers(api.deps.redis).status(account.id, id, TaskStatus.processing);
   };
   const get = async (id: string) => (await api.req('GET', `/api/tasks/${id}`, { headers: withKey(key) })).body;
   const listed = async (id: string) => ((await api.req('GET', '/api/tasks?limit=100', { headers: withKey(key) })).body.data as any[]).find((t) => t.public_id === id);
@@ -381,11 +381,11 @@ describe('progress in the task JSON', () => {
     expect((await get(id)).progress).toBeNull();
     await start(id);
     expect((await get(id)).progress).toBeNull();
-    await recordTaskProgress(api.deps.redis, account.id, id, 0.42);
+    await new StatusMarkers(api.deps.redis).progress(account.id, id, 0.42);
     expect((await get(id)).progress).toBe(0.42);
     expect((await listed(id)).progress).toBe(0.42);
     expect((await consoleTask(id)).progress).toBe(0.42);
-    await finishTaskAndRecord(api.deps.db.pool, api.deps.redis, id, null, { status: TaskStatus.completed, result: { face_coordinates: [] } }, newId('delivery'));
+    await api.deps.taskLifecycle.repair.end(id, { status: TaskStatus.completed, result: { face_coordinates: [] } });
     expect((await get(id)).progress).toBe(1);
     expect((await listed(id)).progress).toBe(1);
   });
@@ -393,11 +393,11 @@ describe('progress in the task JSON', () => {
   it('a cancel keeps the progress reached, frozen there', async () => {
     const id = (await create()).public_id as string;
     await start(id);
-    await recordTaskProgress(api.deps.redis, account.id, id, 0.3);
+    await new StatusMarkers(api.deps.redis).progress(account.id, id, 0.3);
     const cancelled = await api.req('POST', `/api/tasks/${id}/cancel`, { headers: withKey(key) });
     expect(cancelled.body).toMatchObject({ status: 40, progress: 0.3 });
     // The run, not yet stopped, reports more: the cancelled task does not move.
-    await recordTaskProgress(api.deps.redis, account.id, id, 0.6);
+    await new StatusMarkers(api.deps.redis).progress(account.id, id, 0.6);
     expect((await get(id)).progress).toBe(0.3);
     expect((await listed(id)).progress).toBe(0.3);
     const queued = (await create()).public_id as string;

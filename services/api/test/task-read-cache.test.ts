@@ -1,4 +1,5 @@
-import { finishTask, finishTaskAndRecord, recordTaskStatus, TaskStatus, taskStatusMarkerKey } from '@taskapi/domain';
+import { TaskStatus, taskStatusMarkerKey } from '@taskapi/domain';
+import { TaskRows, StatusMarkers } from '@taskapi/task-lifecycle';
 import { newId } from '@taskapi/ids';
 import { waitFor } from '@taskapi/testing';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
@@ -31,7 +32,7 @@ describe('task reads are never stale once a change is reported (in-process cache
   it('a transition recorded by another process (the worker) is visible on the next read', async () => {
     const id = await create();
     expect(await status(a, id)).toBe(0);
-    await finishTaskAndRecord(a.deps.db.pool, a.deps.redis, id, null, { status: TaskStatus.completed, result: { ok: 1 } }, newId('delivery'));
+    await a.deps.taskLifecycle.repair.end(id, { status: TaskStatus.completed, result: { ok: 1 } });
     const res = await a.req('GET', `/api/tasks/${id}`, { headers: withKey(key) });
     expect(res.body).toMatchObject({ status: 20, result: { ok: 1 } });
   });
@@ -42,15 +43,15 @@ describe('task reads are never stale once a change is reported (in-process cache
     // The first read seeded the marker.
     expect(await a.deps.redis.get(taskStatusMarkerKey(account.id, id))).toBe('0');
     // A transition whose marker update never happened, then the marker vanishes.
-    await finishTask(a.deps.db.pool, id, null, { status: TaskStatus.failed, errorCode: 'engine_error' }, newId('delivery'));
+    await new TaskRows(a.deps.db.pool).finish(id, null, { status: TaskStatus.failed, errorCode: 'engine_error' }, newId('delivery'));
     await a.deps.redis.del(taskStatusMarkerKey(account.id, id));
     expect(await status(a, id)).toBe(30);
   });
 
   it('markers never move backwards', async () => {
     const id = await create();
-    await recordTaskStatus(a.deps.redis, account.id, id, 40);
-    await recordTaskStatus(a.deps.redis, account.id, id, 10);
+    await new StatusMarkers(a.deps.redis).status(account.id, id, 40);
+    await new StatusMarkers(a.deps.redis).status(account.id, id, 10);
     expect(await a.deps.redis.get(taskStatusMarkerKey(account.id, id))).toBe('40');
   });
 
@@ -67,7 +68,7 @@ describe('task reads are never stale once a change is reported (in-process cache
   it('a row whose writer died before updating the marker is re-read within the cache\'s max age', async () => {
     const id = await create();
     expect(await status(a, id)).toBe(0);
-    await finishTask(a.deps.db.pool, id, null, { status: TaskStatus.failed, errorCode: 'timeout' }, newId('delivery'));
+    await new TaskRows(a.deps.db.pool).finish(id, null, { status: TaskStatus.failed, errorCode: 'timeout' }, newId('delivery'));
     // The marker still says 0, so the cached row may be served for a few seconds, no longer.
     await waitFor(async () => (await status(a, id)) === 30, { timeoutMs: 7_000, intervalMs: 250, what: 'the cached row to expire' });
   });

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { finishTask, TaskStatus } from '@taskapi/domain';
+import { TaskStatus } from '@taskapi/domain';
+import { TaskRows } from '@taskapi/task-lifecycle';
 import { inputKey } from '@taskapi/file-store';
 import { newId } from '@taskapi/ids';
 import { TASK_QUEUES } from '@taskapi/queue';
@@ -78,7 +79,7 @@ describe('tasks API', () => {
       expect(ledger).toEqual([expect.objectContaining({ entryType: 'charge', amount: -10, grantId: null })]);
 
       // In its account's line, or already released to its kind's queue as a job carrying ids only.
-      const record = (await api.deps.scheduler.lookup([res.body.public_id])).get(res.body.public_id);
+      const record = (await api.deps.taskLifecycle.queueFigures.lookup([res.body.public_id])).get(res.body.public_id);
       expect(record).toMatchObject({ kind: 'video-generation', accountId: account.id });
       const job = await api.deps.taskQueues.queues['video-generation'].getJob(res.body.public_id);
       if (record!.state === 'ready') {
@@ -391,20 +392,20 @@ describe('tasks API', () => {
     it('a failed task carries error_message right after error_code; one failed before the column existed shows null', async () => {
       const message = 'The image at image_url could not be fetched: the server answered 404.';
       const failed = await create('image-generation', { prompt: 'p' });
-      await finishTask(api.deps.db.pool, failed.body.public_id, null, { status: TaskStatus.failed, errorCode: 'image_fetch_failed', errorMessage: message }, newId('delivery'));
+      await new TaskRows(api.deps.db.pool).finish(failed.body.public_id, null, { status: TaskStatus.failed, errorCode: 'image_fetch_failed', errorMessage: message }, newId('delivery'));
       const res = await api.req('GET', `/api/tasks/${failed.body.public_id}`, { headers: withKey(key) });
       expect(res.body).toMatchObject({ status: 30, error_code: 'image_fetch_failed', error_message: message });
       expect(Object.keys(res.body).slice(3, 5)).toEqual(['error_code', 'error_message']);
 
       const old = await create('image-generation', { prompt: 'p' });
-      await finishTask(api.deps.db.pool, old.body.public_id, null, { status: TaskStatus.failed, errorCode: 'engine_error' }, newId('delivery'));
+      await new TaskRows(api.deps.db.pool).finish(old.body.public_id, null, { status: TaskStatus.failed, errorCode: 'engine_error' }, newId('delivery'));
       const oldRes = await api.req('GET', `/api/tasks/${old.body.public_id}`, { headers: withKey(key) });
       expect(oldRes.body).toMatchObject({ status: 30, error_code: 'engine_error', error_message: null });
     });
 
     it('cannot cancel a finished task, nor another account\'s', async () => {
       const created = await create('image-generation', { prompt: 'p' });
-      await finishTask(api.deps.db.pool, created.body.public_id, null, { status: TaskStatus.completed, result: {} }, newId('delivery'));
+      await new TaskRows(api.deps.db.pool).finish(created.body.public_id, null, { status: TaskStatus.completed, result: {} }, newId('delivery'));
       const res = await api.req('POST', `/api/tasks/${created.body.public_id}/cancel`, { headers: withKey(key) });
       expect(res.status).toBe(409);
       expect(res.body).toEqual({ message: 'Task is already finished.' });
@@ -425,13 +426,7 @@ describe('tasks API', () => {
       const png = fs.readFileSync(path.join(FIXTURES, 'coffee.png'));
       fs.mkdirSync(path.join(api.config.filesDir, publicId), { recursive: true });
       fs.writeFileSync(path.join(api.config.filesDir, publicId, 'image.png'), png);
-      await finishTask(
-        api.deps.db.pool,
-        publicId,
-        null,
-        { status: TaskStatus.completed, result: { width: 512 }, files: [{ name: 'image.png', content_type: 'image/png', size: png.length }] },
-        newId('delivery'),
-      );
+      await new TaskRows(api.deps.db.pool).finish(publicId, null, { status: TaskStatus.completed, result: { width: 512 }, files: [{ name: 'image.png', content_type: 'image/png', size: png.length }] }, newId('delivery'));
 
       const task = await api.req('GET', `/api/tasks/${publicId}`, { headers: withKey(key) });
       expect(task.body.files).toEqual([{ name: 'image.png', content_type: 'image/png', size: png.length, url: expect.stringContaining(`${api.url}/api/files/${publicId}/image.png?`) }]);
@@ -460,7 +455,7 @@ describe('tasks API', () => {
       const png = fs.readFileSync(path.join(FIXTURES, 'coffee.png'));
       fs.mkdirSync(path.join(api.config.filesDir, publicId), { recursive: true });
       fs.writeFileSync(path.join(api.config.filesDir, publicId, 'image.png'), png);
-      await finishTask(api.deps.db.pool, publicId, null, { status: TaskStatus.completed, result: {}, files: [{ name: 'image.png', content_type: 'image/png', size: png.length }] }, newId('delivery'));
+      await new TaskRows(api.deps.db.pool).finish(publicId, null, { status: TaskStatus.completed, result: {}, files: [{ name: 'image.png', content_type: 'image/png', size: png.length }] }, newId('delivery'));
 
       const before = Math.floor(Date.now() / 1000);
       const url = new URL((await api.req('GET', `/api/tasks/${publicId}`, { headers: withKey(key) })).body.files[0].url);
@@ -512,13 +507,7 @@ describe('tasks API', () => {
 
     it('a listed file missing on disk is a 404, not a 500', async () => {
       const created = await create('image-generation', { prompt: 'p' });
-      await finishTask(
-        api.deps.db.pool,
-        created.body.public_id,
-        null,
-        { status: TaskStatus.completed, result: {}, files: [{ name: 'gone.png', content_type: 'image/png', size: 1 }] },
-        newId('delivery'),
-      );
+      await new TaskRows(api.deps.db.pool).finish(created.body.public_id, null, { status: TaskStatus.completed, result: {}, files: [{ name: 'gone.png', content_type: 'image/png', size: 1 }] }, newId('delivery'));
       const res = await api.req('GET', `/api/tasks/${created.body.public_id}/files/gone.png`, { headers: withKey(key) });
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ message: 'File not found.' });

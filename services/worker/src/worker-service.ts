@@ -4,25 +4,21 @@ import { Worker } from 'bullmq';
 import { queueTelemetry } from '@taskapi/telemetry';
 import type { Config } from '@taskapi/config';
 import type { Database } from '@taskapi/db';
-import { PREDICTION_UPDATED_CHANNEL, readPrediction, returnOrphanedPredictions, takeOrphanedPredictions, TaskStatus } from '@taskapi/domain';
+import { PREDICTION_UPDATED_CHANNEL, readPrediction, returnOrphanedPredictions, takeOrphanedPredictions, terminalStatusName, e2eSeconds } from '@taskapi/domain';
 import { WorkerShutdown } from '@taskapi/engines';
 import { createEgressClient } from '@taskapi/egress';
 import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
-import { createTaskScheduler } from '@taskapi/scheduler';
 import { createRedisClient, PubSubFanout, runPeriodically, startConfiguredOpsServer, type RedisClient } from '@taskapi/service';
 import type { TaskKind } from '@taskapi/task-kinds';
+import { createTaskLifecycle, WorkerSlots } from '@taskapi/task-lifecycle';
 import { accountCaps } from './repositories/accounts';
-import { finishAndAnnounce } from './domain/finish-and-announce';
-import { INTERNAL_ERROR_MESSAGE } from './domain/failure-message';
-import { sweepTasks } from './domain/sweep-tasks';
 import { createEngines } from './engines';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import { taskOutputs } from './infra/file-store';
 import { createWorkerMetrics } from './infra/metrics';
 import { RunningTasks } from './infra/running-tasks';
 import { startRetentionJob } from './infra/retention-job';
-import { WorkerSlots } from './infra/worker-slots';
 import { runTaskProcessor, type RunTaskOutcome } from './processors/run-task';
 
 /** How often the scheduler's upkeep runs (caps, due retries): an operator's cap change applies within about this. */
@@ -64,7 +60,6 @@ export async function startWorkerService(
   subscriber.on('error', (err: Error) => logger.warn('redis subscriber error', { error: err.message }));
   const cancels = RunningTasks.fanout(subscriber, logger);
   await cancels.start();
-  const running = new RunningTasks(cancels, db.pool, logger);
   let predictionUpdates: PubSubFanout | undefined;
   const bullWorkers = new Map<TaskKind, Worker<TaskJob, RunTaskOutcome>>();
   const { engines, cogServers, description, abandon } = await createEngines(config, config.workerKinds, {
@@ -93,36 +88,44 @@ export async function startWorkerService(
   const shutdown = new AbortController();
   const engineRuns = new Set<Promise<unknown>>();
   const metrics = createWorkerMetrics({ defaultMetrics: opts.defaultMetrics, kinds: config.workerKinds });
-  const announce = { db: db.pool, redis, webhooks, logger, metrics };
-  const scheduler = createTaskScheduler(config, redis, taskQueues, logger);
-  const report = (send: WorkerSlots['send']) => send((r) => scheduler.report(r));
-  const slots = new WorkerSlots(
-    config.workerKinds,
-    config.workerConcurrency,
-    (send) =>
-      report(send).catch((err: unknown) => logger.warn('could not report started tasks to the scheduler; the next report carries them', { error: (err as Error).message })),
-    (kind) => cogServers[kind]?.capacity ?? config.workerConcurrency,
-  );
+  // The task's lifecycle on this worker's connections: every transition its runs, its given-up jobs
+  // and its sweeper make. A prediction left by a task that ended without its run is cancelled on
+  // its model server (this worker's, for its kinds).
+  const lifecycle = createTaskLifecycle({
+    config,
+    db: db.pool,
+    redis,
+    taskQueues,
+    webhooks,
+    predictions: { abandon },
+    logger,
+    onFinished: (task, errorCode) => metrics.observeE2e(task.kind, terminalStatusName(task.status), e2eSeconds(task.created_at, task.finished_at), errorCode),
+  });
+  const running = new RunningTasks(cancels, (publicId) => lifecycle.taskStatus(publicId), logger);
+  // A start that found no call to ride along with goes alone (see WorkerSlots).
+  const reportStarts = () =>
+    void runs.heartbeat().catch((err: unknown) => logger.warn('could not report started tasks to the scheduler; the next report carries them', { error: (err as Error).message }));
+  const slots = new WorkerSlots(config.workerKinds, config.workerConcurrency, reportStarts, (kind) => cogServers[kind]?.capacity ?? config.workerConcurrency);
+  const runs = lifecycle.runs({ slots, shutdown: shutdown.signal });
 
   const workers = config.workerKinds.map((kind) => {
     const engine = engines[kind];
     if (!engine) throw new Error(`no engine for ${kind}`);
     const processor = runTaskProcessor(
       {
-        ...announce,
+        runs,
+        slots,
         engine,
         store,
         files,
         egress,
         metrics,
+        logger,
         timeoutMs: config.taskTimeoutsMs[kind],
         shutdown: shutdown.signal,
         engineRuns,
-        scheduler,
-        slots,
         retryBackoffMs: config.taskRetryBackoffMs,
         running,
-        abandonPrediction: (publicId) => abandon(kind, publicId),
       },
       kind,
     );
@@ -149,12 +152,7 @@ export async function startWorkerService(
       void (async () => {
         // Failed for good (not retried): a sorted-set lookup, not getState's scan of the waiting list.
         if (!(await job.isFailed())) return;
-        const finished = await finishAndAnnounce(announce, job.data.public_id, { status: TaskStatus.failed, errorCode: 'internal_error', errorMessage: INTERNAL_ERROR_MESSAGE });
-        await scheduler.done(job.data.public_id).catch((e: unknown) =>
-          logger.warn('could not tell the scheduler a given-up job ended; the sweeper will', { public_id: job.data.public_id, error: (e as Error).message }),
-        );
-        // Whoever ended the task, a prediction its runs left is read by nobody now.
-        await abandon(kind, job.data.public_id);
+        const finished = await lifecycle.repair.giveUp(kind, job.data.public_id);
         if (!finished) return;
         metrics.observeRun(kind, 'failed', 0);
         logger.warn('task failed after its job gave up', { public_id: job.data.public_id, job_id: job.id, reason: err.message });
@@ -173,7 +171,7 @@ export async function startWorkerService(
       redis,
       lockKey: `taskapi:sweeper:tasks:${kind}`,
       task: async () => {
-        const result = await sweepTasks({ ...announce, taskQueues, scheduler, abandonPrediction: (publicId) => abandon(kind, publicId) }, kind, config.sweeperIntervalMs);
+        const result = await lifecycle.repair.sweep(kind, config.sweeperIntervalMs);
         if (result.requeued || result.failed || result.released) logger.info('task sweeper recovered work', { kind, ...result });
       },
     }),
@@ -202,7 +200,7 @@ export async function startWorkerService(
 
   // This process's idle slots, so the scheduler releases tasks for them: now, and every few seconds
   // (a worker not heard from for 10 s is taken for gone, its slots with it).
-  const heartbeat = () => report(slots.send);
+  const heartbeat = () => runs.heartbeat();
   await heartbeat().catch((err: unknown) => logger.warn('could not report idle slots to the scheduler; retrying', { error: (err as Error).message }));
   const beats = runPeriodically({ name: 'scheduler heartbeat', intervalMs: HEARTBEAT_MS, logger, task: heartbeat });
 
@@ -216,7 +214,7 @@ export async function startWorkerService(
     redis,
     lockKey: 'taskapi:scheduler:upkeep',
     task: async () => {
-      const changed = await scheduler.setCaps(await accountCaps(db.pool));
+      const changed = await lifecycle.capacity.setCaps(await accountCaps(db.pool));
       if (changed > 0) logger.info('account caps changed', { accounts: changed });
     },
   });
@@ -238,7 +236,7 @@ export async function startWorkerService(
       const closing = Promise.all(workers.map((w) => w.close()));
       shutdown.abort(new WorkerShutdown());
       await Promise.all([closing, beats.stop(), orphans?.stop(), ...sweepers.map((s) => s.stop()), upkeep.stop(), retention.stop(), ops?.close()]);
-      await scheduler.leave(slots.workerId).catch((err: unknown) => logger.warn('could not tell the scheduler this worker stopped', { error: (err as Error).message }));
+      await runs.leave().catch((err: unknown) => logger.warn('could not tell the scheduler this worker stopped', { error: (err as Error).message }));
       // Aborted engines were not waited for; give them a moment to remove their temporary files.
       await Promise.race([Promise.allSettled([...engineRuns]), delay(1_000)]);
       await closeQueues([webhooks.queue, ...Object.values(taskQueues.queues)]);

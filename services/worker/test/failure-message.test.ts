@@ -6,7 +6,7 @@ import { MAX_IMAGE_BYTES } from '@taskapi/task-kinds';
 import { startHttpsReceiver, testCa, type HttpsReceiver } from '@taskapi/testing';
 import { failureMessage, INTERNAL_ERROR_MESSAGE, safeSentence, storableLine } from '../src/domain/failure-message';
 import { loadInputImage } from '../src/domain/input-image';
-import type { ClaimedTask } from '../src/repositories/tasks';
+import type { ClaimedTask } from '@taskapi/task-lifecycle';
 import { decideFailure } from '../src/domain/task-failure';
 import { decodeImage, EngineBusyError, EngineError } from '@taskapi/engines';
 import { CogServer } from '../src/engines/cog/cog-server';

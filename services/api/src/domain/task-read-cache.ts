@@ -1,4 +1,5 @@
-import { isTerminalStatus, seedTaskStatus, type MarkerRedis } from '@taskapi/domain';
+import { isTerminalStatus } from '@taskapi/domain';
+import type { RepairSystem } from '@taskapi/task-lifecycle';
 import type { Logger } from '@taskapi/logger';
 import { BoundedMap } from '../infra/bounded-map';
 import type { TaskRepository, TaskRow } from '../repositories/tasks';
@@ -37,7 +38,7 @@ export class TaskReadCache {
 
   constructor(
     private readonly tasks: Pick<TaskRepository, 'get'>,
-    private readonly redis: MarkerRedis,
+    private readonly markers: Pick<RepairSystem, 'seedMarker'>,
     private readonly logger: Logger,
     opts: TaskReadCacheOptions = {},
   ) {
@@ -60,7 +61,7 @@ export class TaskReadCache {
     if (!row) return null;
     this.put(accountId, row, now);
     if (markerStatus === null && !isTerminalStatus(row.status)) {
-      seedTaskStatus(this.redis, accountId, publicId, row.status).catch((err: unknown) =>
+      this.markers.seedMarker(accountId, publicId, row.status).catch((err: unknown) =>
         this.logger.warn('could not seed task status marker', { public_id: publicId, error: err }),
       );
     }

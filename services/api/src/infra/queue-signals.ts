@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import type { RedisClient } from '@taskapi/service';
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { Logger } from '@taskapi/logger';
-import type { KindLoad, TaskScheduler } from '@taskapi/scheduler';
+import type { KindLoad } from '@taskapi/scheduler';
 import { apiScripts } from './api-scripts';
 
 /** What one task kind looks like to an autoscaler (docs/fair-scheduling.md). */
@@ -38,13 +38,13 @@ const queueSignalScript = apiScripts.define({
 export function queueSignalReader(
   redis: RedisClient,
   queues: Readonly<Record<TaskKind, Queue>>,
-  scheduler: Pick<TaskScheduler, 'load'>,
+  schedulerLoad: () => Promise<Map<TaskKind, KindLoad>>,
   logger: Logger,
 ): () => Promise<Map<TaskKind, QueueSignal>> {
   return async () => {
     const entries = Object.entries(queues) as [TaskKind, Queue][];
     const [loads, ...results] = await Promise.allSettled([
-      scheduler.load(),
+      schedulerLoad(),
       ...entries.map(([, queue]) => queueSignalScript(redis, queue)),
     ]);
     const signals = new Map<TaskKind, QueueSignal>();

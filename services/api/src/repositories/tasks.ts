@@ -2,7 +2,6 @@
 // reads that clients poll, lists, and creation through the `create_tasks` function.
 import type pg from 'pg';
 import { z } from 'zod';
-import { finishTaskAndRecord, type FinishedTask, type FinishTaskInput, type MarkerRedis } from '@taskapi/domain';
 import { TASK_KINDS, type TaskKind } from '@taskapi/task-kinds';
 import { IdempotencyRepository } from './idempotency';
 import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from '@taskapi/db';
@@ -276,14 +275,6 @@ export class TaskRepository {
       const claimed = outcome.task_id !== null && (await new IdempotencyRepository(client).claim(payer.accountId, key.key, key.fingerprint, outcome.task_id));
       return claimed ? { commit: true, value: outcome } : { commit: false, value: { ...outcome, task_id: null, created_at: null } };
     });
-  }
-
-  /**
-   * Moves the account's task to a terminal state once (with its refund), then records its status
-   * marker in Redis; null when the task is unknown or already terminal. See `finishTaskAndRecord`.
-   */
-  finish(markers: MarkerRedis, accountId: string, publicId: string, input: FinishTaskInput, deliveryId: string): Promise<FinishedTask | null> {
-    return finishTaskAndRecord(this.pool, markers, publicId, accountId, input, deliveryId);
   }
 }
 

@@ -1,8 +1,7 @@
 // Tasks for the usage tests (usage-export.test.ts, console-usage.test.ts): created through the API
 // (so charges and refunds land in the ledger as in production), ended the way the worker and the
 // cancel endpoint end them, then moved back in time.
-import { finishTaskAndRecord, TaskStatus } from '@taskapi/domain';
-import { newId } from '@taskapi/ids';
+import { TaskStatus } from '@taskapi/domain';
 import { withKey, type CreatedKey, type TestAccount, type TestApi } from './harness';
 
 export type UsageKind = 'video-generation' | 'image-generation' | 'face-detection';
@@ -41,7 +40,7 @@ export async function seedUsageTask(
   const publicId = res.body.public_id as string;
   if (end === 'completed' || end === 'failed') {
     const input = end === 'completed' ? { status: TaskStatus.completed, result: { ok: true } } : { status: TaskStatus.failed, errorCode: 'engine_error' as const };
-    expect(await finishTaskAndRecord(api.deps.db.pool, api.deps.redis, publicId, owner.id, input, newId('delivery'))).not.toBeNull();
+    expect(await api.deps.taskLifecycle.repair.end(publicId, input, owner.id)).not.toBeNull();
   } else if (end === 'cancelled') {
     expect((await api.req('POST', `/api/tasks/${publicId}/cancel`, { headers: withKey(key) })).status).toBe(200);
   }

@@ -1,13 +1,13 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
-import type { SqlExecutor } from '@taskapi/db';
+import { isDatabaseUnavailable, type SqlExecutor } from '@taskapi/db';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
 import { WEBHOOK_QUEUE, type WebhookAttemptResult, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
+import { retryWhileUnavailable } from '@taskapi/service';
 import { attemptTurn } from '../domain/attempt-turn';
 import { retryDueInMs, stateAfterAttempt } from '../domain/retry-schedule';
 import { sendAttempt, unknownResult, type WebhookRequest } from '../domain/send-attempt';
 import { webhookRequest } from '../domain/webhook-request';
-import { retryWhileDatabaseUnavailable } from '../infra/database-unavailable';
 import type { DispatcherMetrics } from '../infra/metrics';
 import { createSecretCache, type SecretCache } from '../infra/secret-cache';
 import { claimAndLoad, claimAttempt, loadDelivery, recordAttempt, type DeliveryToSend } from '../repositories/deliveries';
@@ -147,7 +147,7 @@ async function finishAttempt(
   };
   let recorded: { done: boolean; retryIn: number | null };
   try {
-    recorded = await retryWhileDatabaseUnavailable(
+    recorded = await retryWhileUnavailable(
       async () => {
         const retryIn = retryInMs();
         const done = await recordAttempt(deps.db, {
@@ -165,6 +165,7 @@ async function finishAttempt(
       },
       {
         signal: deps.stopping,
+        unavailable: isDatabaseUnavailable,
         onFailure: (err, failures) => {
           keepInJob();
           if (failures === 1 || failures % 10 === 0) {

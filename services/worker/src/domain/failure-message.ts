@@ -1,8 +1,7 @@
-import { storableText, type TaskErrorCode } from '@taskapi/domain';
+import { INTERNAL_ERROR_MESSAGE, storableText, type TaskErrorCode } from '@taskapi/domain';
 import { EngineError, ImageFetchError, TaskInputError } from '@taskapi/engines';
 
-/** The `error_message` of a task that failed for reasons of ours (it was refunded). */
-export const INTERNAL_ERROR_MESSAGE = 'The task could not be run; it was refunded. Please try again.';
+export { INTERNAL_ERROR_MESSAGE };
 
 const MAX_MESSAGE_CHARS = 300;
 

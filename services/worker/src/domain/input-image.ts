@@ -3,7 +3,7 @@ import { inputKey, type FileStore } from '@taskapi/file-store';
 // The same limit as an uploaded `image_base64`.
 import { MAX_IMAGE_BYTES } from '@taskapi/task-kinds';
 import { ImageFetchError, TaskInputError, type EngineImage } from '@taskapi/engines';
-import type { ClaimedTask } from '../repositories/tasks';
+import type { ClaimedTask } from '@taskapi/task-lifecycle';
 
 export const IMAGE_FETCH_TIMEOUT_MS = 15_000;
 

@@ -2,8 +2,6 @@ import { parseTaskFinished, TASK_FINISHED_CHANNEL, TaskStatus } from '@taskapi/d
 import { TaskCancelled } from '@taskapi/engines';
 import { PubSubFanout, type RedisClient } from '@taskapi/service';
 import type { Logger } from '@taskapi/logger';
-import { taskStatus } from '../repositories/tasks';
-import type { SqlExecutor } from '@taskapi/db';
 
 /** One run's registration: its signal aborts (with `TaskCancelled`) when the task is cancelled. */
 export interface RunningTask {
@@ -23,7 +21,8 @@ export class RunningTasks {
 
   constructor(
     private readonly fanout: PubSubFanout,
-    private readonly db: SqlExecutor,
+    /** The task's status in PostgreSQL, when a cancel may have been missed. */
+    private readonly statusOf: (publicId: string) => Promise<number | null>,
     private readonly logger: Logger,
   ) {}
 
@@ -43,7 +42,7 @@ export class RunningTasks {
         return;
       }
       // Resubscribed after a reconnect: a cancel may have been missed.
-      taskStatus(this.db, publicId).then(
+      this.statusOf(publicId).then(
         (status) => {
           if (status === TaskStatus.cancelled) controller.abort(new TaskCancelled());
         },

@@ -18,7 +18,7 @@ export const getConsoleConcurrencyRoute = defineRoute({
   async handler(_input, { deps, principal }) {
     const [own, load] = await Promise.all([
       deps.repos.accounts.maxRunning(principal.accountId),
-      deps.scheduler.accountLoad(principal.accountId).catch((err: unknown) => {
+      deps.taskLifecycle.queueFigures.accountLoad(principal.accountId).catch((err: unknown) => {
         throw unavailable('redis', err);
       }),
     ]);

@@ -1,5 +1,3 @@
-import { e2eSeconds } from '@taskapi/domain';
-import type { TaskKind } from '@taskapi/task-kinds';
 import { cancelTask } from '../../domain/cancel-task';
 import { renderTask, taskProgress } from '../../domain/task-view';
 import { defineRoute } from '../../http/route';
@@ -21,15 +19,8 @@ export const cancelTaskRoute = defineRoute({
   responses: { 200: { description: 'The cancelled task (status 40).', schema: taskSchema } },
   errors: ['TASK_ALREADY_FINISHED'],
   async handler({ params }, { deps, principal }) {
-    const row = await cancelTask({ tasks: deps.repos.tasks, redis: deps.redis }, principal.accountId, params.publicId);
+    const row = await cancelTask({ tasks: deps.repos.tasks, lifecycle: deps.taskLifecycle }, principal.accountId, params.publicId);
     deps.taskReader.remember(principal.accountId, row);
-    if (row.finished_at) deps.metrics.taskE2e.observe({ kind: row.kind, status: 'cancelled' }, e2eSeconds(row.created_at, row.finished_at));
-    // The task gives up its place in its account's line (or its job, if released) at once; one
-    // already running sees status 40 when it ends. Best effort: a task the scheduler still holds is
-    // skipped by the worker that takes it.
-    await deps.scheduler.cancel(row.kind as TaskKind, params.publicId).catch((err: unknown) =>
-      deps.logger.warn('could not tell the scheduler a task was cancelled; its worker will skip it', { public_id: params.publicId, error: err }),
-    );
     return { status: 200, jsonText: renderTask(row, await deps.fileLinks.forRows([row]), taskProgress(row, null)) };
   },
 });

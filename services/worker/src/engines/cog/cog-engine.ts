@@ -19,10 +19,10 @@ import {
 } from '@taskapi/domain';
 import type { ModelWebhookTokens } from '@taskapi/crypto';
 import type { EgressClient } from '@taskapi/egress';
-import { EngineBusyError, EngineError, TaskInputError, WorkerShutdown, type Engine, type EngineInput, type EngineOutput } from '@taskapi/engines';
+import { EngineBusyError, EngineError, EngineInterruptedError, TaskInputError, WorkerShutdown, type Engine, type EngineInput, type EngineOutput } from '@taskapi/engines';
 import type { FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
-import type { PubSubFanout } from '@taskapi/service';
+import { isPlatformFault, type PubSubFanout } from '@taskapi/service';
 import { TASK_KIND_CATALOG, type TaskKind } from '@taskapi/task-kinds';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
@@ -97,8 +97,9 @@ async function runPrediction(deps: CogEngineDeps, input: EngineInput, signal: Ab
     }
     throw new EngineError(`prediction ${id} was canceled on the model server`, true);
   } catch (err) {
-    if (signal.aborted && signal.reason instanceof WorkerShutdown) {
-      // Handed back: the next run re-attaches to this prediction (or collects its result).
+    if ((signal.aborted && signal.reason instanceof WorkerShutdown) || isPlatformFault(err) || err instanceof EngineInterruptedError) {
+      // Handed back (a worker stopping, PostgreSQL or Redis unavailable or forgetful): the next run
+      // re-attaches to this prediction by its id (or collects its result).
       keep = true;
     } else if (final === undefined && !(err instanceof EngineBusyError) && !(err instanceof TaskInputError)) {
       // A deadline, a cancel, or a run that broke off before the prediction ended: nobody will read
@@ -244,6 +245,8 @@ async function awaitWebhooks(deps: CogEngineDeps, id: string, input: EngineInput
     const next = nextUpdate(deps.updates, input.publicId, Math.min(RECHECK_MS, Math.max(0, giveUpAt - Date.now())), signal);
     try {
       const record = await readPrediction(deps.redis, input.publicId);
+      // Gone (Redis lost it, or another run of the task ended it): this run hands the task back.
+      if (record.current === null) throw new EngineInterruptedError(`the record of prediction ${id} is gone`);
       if (record.current !== id) throw new EngineError(`prediction ${id} is no longer the task's current one`, true);
       if (record.progress !== null) input.progress?.(record.progress);
       const final = await finalOf(deps, record, id, seen, input);

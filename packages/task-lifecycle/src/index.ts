@@ -1,0 +1,14 @@
+export { createTaskLifecycle, TaskLifecycle } from './task-lifecycle';
+export type { LifecycleDeps } from './task-lifecycle';
+export { STORE_ORDER, TransitionWriter } from './transition';
+export type { StoreName, TransitionOptions, TransitionSteps } from './transition';
+export { NO_PREDICTIONS, StatusMarkers, TaskRows } from './stores';
+export type { ClaimedTask, FinishedTask, FinishTaskInput, LifecycleResources, LifecycleStores, PendingTaskRow, PredictionCleanup } from './stores';
+export { RunSystem } from './systems/run-system';
+export type { HandBackReason, Run, RunEnd, RunRequest, RunSystemOptions, Started } from './systems/run-system';
+export type { RepairSystem, SweepResult } from './systems/repair-system';
+export type { CapacitySystem } from './systems/capacity-system';
+export type { CancelSystem } from './systems/cancel-system';
+export type { EnqueueSystem } from './systems/enqueue-system';
+export { ProgressThrottle } from './progress-throttle';
+export { WorkerSlots } from './worker-slots';

@@ -1,0 +1,302 @@
+// A run's transitions, one by one, against the real stores: what each writes, and — with each
+// store after the commit failing in turn, and with a crash just before each store — that the
+// sweepers and the next run end the task in the state its transition promised: one charge, a
+// refund exactly when failed or cancelled, a webhook delivery (with its job) exactly when
+// completed or failed with a callback, the scheduler holding nothing, no place left counted.
+import { TaskStatus } from '@taskapi/domain';
+import { STORE_ORDER, type Run, type StoreName } from '../src';
+import { crashAt, faultAt, Harness, KIND, type FaultSwitch, type Faults, type TaskState } from './support/harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await Harness.start('lifecycle_runs');
+});
+afterAll(async () => {
+  await h.close();
+});
+beforeEach(async () => {
+  await h.reset();
+});
+
+const AFTER_COMMIT: StoreName[] = ['markers', 'scheduler', 'webhooks'];
+
+/** A run of a new task by a worker whose stores fail as `faults` says from the moment `fault()` is called. */
+async function startRun(opts: { callback?: boolean } = {}) {
+  const publicId = await h.create(opts);
+  const faults: FaultSwitch = { current: new Set() };
+  const { lifecycle, warnings } = h.lifecycle(faults);
+  const { runs, slots } = h.worker(lifecycle);
+  const job = await h.take(runs, publicId);
+  const started = await runs.start({ kind: KIND, publicId, release: job.data.release ?? 1, accountId: job.data.account_id });
+  if (!('run' in started)) throw new Error('not started');
+  return { publicId, faults, warnings, runs, slots, job, run: started.run as Run, fault: (f: Faults) => (faults.current = f) };
+}
+
+/** The run's job ends: completed by its processor, or left to BullMQ's stalled-job recovery after a crash. */
+async function endJob(job: Awaited<ReturnType<typeof startRun>>['job'], crashed: boolean) {
+  if (crashed) await h.crashJob(job);
+  else await h.finishJob(job);
+}
+
+function expectSettled(state: TaskState, status: number, opts: { callback?: boolean } = {}) {
+  expect(state.status).toBe(status);
+  expect(state.charges).toBe(1);
+  expect(state.refunds).toBe(status === TaskStatus.failed || status === TaskStatus.cancelled ? 1 : 0);
+  const webhook = opts.callback !== false && (status === TaskStatus.completed || status === TaskStatus.failed);
+  expect(state.deliveries).toHaveLength(webhook ? 1 : 0);
+  expect(state.deliveryJobs.every(Boolean)).toBe(true);
+  expect(state.scheduled).toBeUndefined();
+}
+
+describe('start', () => {
+  it('claims the task (status 10, one attempt), marks it processing and reports the start with the next call', async () => {
+    const { publicId, run, runs, slots, job } = await startRun();
+    await run.marked;
+    const state = await h.state(publicId);
+    expect(state).toMatchObject({ status: 10, attempts: 1, marker: '10' });
+    // The start rides along with this worker's next call: then the scheduler holds the task active.
+    await runs.heartbeat();
+    expect((await h.state(publicId)).scheduled).toBe('active');
+    await runs.complete(run, { result: {}, files: [] });
+    slots.ended(run);
+    await h.finishJob(job);
+    expectSettled(await h.settle(publicId), TaskStatus.completed);
+  });
+
+  it('waits out a PostgreSQL outage at the claim; a worker stopping meanwhile defers the run, keeping its place', async () => {
+    const publicId = await h.create();
+    const faults: FaultSwitch = { current: new Set(['database']), outage: true };
+    const { lifecycle } = h.lifecycle(faults);
+    const stop = new AbortController();
+    const { runs } = h.worker(lifecycle, stop.signal);
+    const job = await h.take(runs, publicId);
+    const starting = runs.start({ kind: KIND, publicId, release: job.data.release ?? 1, accountId: job.data.account_id });
+    setTimeout(() => (faults.current = new Set()), 300);
+    const started = await starting;
+    expect('run' in started).toBe(true);
+    if ('run' in started) await runs.complete(started.run, { result: {}, files: [] });
+    await h.finishJob(job);
+    expectSettled(await h.settle(publicId), TaskStatus.completed);
+
+    // Down until the worker stops: deferred, released again (a new job), no attempt spent.
+    const second = await h.create();
+    faults.current = new Set(['database']);
+    const job2 = await h.take(runs, second);
+    const deferring = runs.start({ kind: KIND, publicId: second, release: job2.data.release ?? 1, accountId: job2.data.account_id });
+    setTimeout(() => stop.abort(), 200);
+    expect(await deferring).toEqual({ deferred: true });
+    await h.finishJob(job2);
+    faults.current = new Set();
+    expect((await h.state(second)).attempts).toBe(0);
+    const settled = await h.settle(second);
+    expectSettled(settled, TaskStatus.completed);
+    expect(settled.attempts).toBe(1);
+  });
+});
+
+describe('complete and fail', () => {
+  for (const [transition, status] of [
+    ['complete', TaskStatus.completed],
+    ['fail', TaskStatus.failed],
+  ] as const) {
+    const end = (runs: Awaited<ReturnType<typeof startRun>>['runs'], run: Run) =>
+      transition === 'complete' ? runs.complete(run, { result: { ok: true }, files: [] }) : runs.fail(run, { errorCode: 'engine_error', errorMessage: 'The model failed.' });
+
+    it(`${transition}: writes PostgreSQL, then the marker, the scheduler and the webhook job`, async () => {
+      const { publicId, runs, run, slots, job } = await startRun();
+      const ended = await end(runs, run);
+      expect('finished' in ended && ended.finished?.status).toBe(status);
+      slots.ended(run);
+      await h.finishJob(job);
+      const state = await h.state(publicId);
+      expect(state.marker).toBe(String(status));
+      expect(state.scheduled).toBeUndefined();
+      expectSettled(state, status);
+      expect(await h.running()).toBe(0);
+    });
+
+    for (const store of AFTER_COMMIT) {
+      for (const crash of [false, true]) {
+        it(`${transition}: ${crash ? `a crash before the ${store} write` : `the ${store} write failing`} ends as ${status} after the sweepers`, async () => {
+          const { publicId, runs, run, slots, job, fault, warnings } = await startRun();
+          fault(crash ? crashAt(store) : faultAt(store));
+          const ended = await end(runs, run);
+          expect('finished' in ended && ended.finished?.status).toBe(status);
+          // The failing write is logged, naming who repairs it; the later ones were still made.
+          if (!crash) expect(warnings.filter((w) => w.startsWith(`${transition}: `))).toEqual([expect.stringMatching(new RegExp(`^${transition}: ${store} not written; `))]);
+          slots.ended(run);
+          fault(new Set());
+          await endJob(job, crash);
+          // Readers see the committed status whatever the marker says (within the 5 s bound).
+          expect((await h.read(publicId)).status).toBe(status);
+          expectSettled(await h.settle(publicId), status);
+        });
+      }
+    }
+
+    it(`${transition}: PostgreSQL failing (not an outage) writes nothing; the task runs again and completes`, async () => {
+      const { publicId, runs, run, slots, job, fault } = await startRun();
+      fault(faultAt('database'));
+      await expect(end(runs, run)).rejects.toThrow('injected fault: database');
+      slots.ended(run);
+      fault(new Set());
+      expect((await h.state(publicId)).status).toBe(10);
+      // The processor threw: BullMQ runs the job again.
+      await h.crashJob(job);
+      expectSettled(await h.settle(publicId), TaskStatus.completed);
+    });
+
+    it(`${transition}: a PostgreSQL outage at the commit is waited out and the run's own result committed`, async () => {
+      const { publicId, runs, run, slots, job, faults } = await startRun();
+      faults.outage = true;
+      faults.current = new Set(['database', 'markers']);
+      setTimeout(() => (faults.current = new Set()), 400);
+      const ended = await end(runs, run);
+      expect('finished' in ended && ended.finished?.status).toBe(status);
+      slots.ended(run);
+      await h.finishJob(job);
+      const state = await h.settle(publicId);
+      expectSettled(state, status);
+      expect(state.attempts).toBe(1);
+    });
+  }
+
+  it('an outage that lasts until the worker stops leaves the run interrupted: released again, it runs once more', async () => {
+    const publicId = await h.create();
+    const faults: FaultSwitch = { current: new Set(), outage: true };
+    const { lifecycle } = h.lifecycle(faults);
+    const stop = new AbortController();
+    const { runs, slots } = h.worker(lifecycle, stop.signal);
+    const job = await h.take(runs, publicId);
+    const started = await runs.start({ kind: KIND, publicId, release: job.data.release ?? 1, accountId: job.data.account_id });
+    if (!('run' in started)) throw new Error('not started');
+    faults.current = new Set(['database']);
+    const ending = runs.complete(started.run, { result: {}, files: [] });
+    setTimeout(() => stop.abort(), 200);
+    expect(await ending).toEqual({ interrupted: true });
+    slots.ended(started.run);
+    faults.current = new Set();
+    await h.finishJob(job);
+    expectSettled(await h.settle(publicId), TaskStatus.completed);
+  });
+});
+
+describe('retry', () => {
+  it('spends the attempt and runs again after its delay, ahead of the account\'s other tasks', async () => {
+    const { publicId, runs, run, slots, job } = await startRun();
+    await runs.retry(run, 50);
+    slots.ended(run);
+    await h.finishJob(job);
+    expect(await h.state(publicId)).toMatchObject({ status: 10, attempts: 1, scheduled: 'delayed' });
+    const state = await h.settle(publicId);
+    expectSettled(state, TaskStatus.completed);
+    expect(state.attempts).toBe(2);
+  });
+
+  for (const crash of [false, true]) {
+    it(`${crash ? 'a crash before' : 'a failure of'} its only write (the scheduler) is repaired by the sweeper`, async () => {
+      const { publicId, runs, run, slots, job, fault } = await startRun();
+      fault(crash ? crashAt('scheduler') : faultAt('scheduler'));
+      await runs.retry(run, 50);
+      slots.ended(run);
+      fault(new Set());
+      await endJob(job, crash);
+      expectSettled(await h.settle(publicId), TaskStatus.completed);
+    });
+  }
+});
+
+describe('hand back', () => {
+  for (const why of ['shutdown', 'busy', 'platform-fault'] as const) {
+    it(`${why}: queued again with the attempt given back, the marker back to 0, released again`, async () => {
+      const { publicId, runs, run, slots, job } = await startRun();
+      await run.marked;
+      expect(await runs.handBack(run, why, why === 'busy' ? 50 : 0)).toBe(true);
+      slots.ended(run);
+      await h.finishJob(job);
+      const state = await h.state(publicId);
+      expect(state).toMatchObject({ status: 0, attempts: 0, marker: '0' });
+      expect(state.scheduled).toBe(why === 'busy' ? 'delayed' : 'ready');
+      const settled = await h.settle(publicId);
+      expectSettled(settled, TaskStatus.completed);
+      expect(settled.attempts).toBe(1);
+    });
+  }
+
+  for (const store of ['database', 'markers', 'scheduler'] as const) {
+    for (const crash of [false, true]) {
+      it(`shutdown: ${crash ? `a crash before the ${store} write` : `the ${store} write failing`} still ends the task completed`, async () => {
+        const { publicId, runs, run, slots, job, fault } = await startRun();
+        fault(crash ? crashAt(store) : faultAt(store));
+        // PostgreSQL refusing (not an outage) is the processor's error: BullMQ runs the job again.
+        if (store === 'database') await expect(runs.handBack(run, 'shutdown')).rejects.toThrow('injected fault');
+        else expect(await runs.handBack(run, 'shutdown')).toBe(true);
+        slots.ended(run);
+        fault(new Set());
+        await endJob(job, crash || store === 'database');
+        const settled = await h.settle(publicId);
+        expectSettled(settled, TaskStatus.completed);
+        // The attempt is given back unless the database never heard of the hand-back.
+        expect(settled.attempts).toBe(store === 'database' ? 2 : 1);
+      });
+    }
+  }
+
+  it('platform fault: waits for PostgreSQL to answer before handing back, so no attempt is spent', async () => {
+    const { publicId, runs, run, slots, job, faults } = await startRun();
+    faults.outage = true;
+    faults.current = new Set(['database', 'scheduler']);
+    setTimeout(() => (faults.current = new Set()), 300);
+    expect(await runs.handBack(run, 'platform-fault')).toBe(true);
+    slots.ended(run);
+    await h.finishJob(job);
+    const settled = await h.settle(publicId);
+    expectSettled(settled, TaskStatus.completed);
+    expect(settled.attempts).toBe(1);
+  });
+});
+
+describe('cancelled while running, and skip', () => {
+  for (const crash of [false, true]) {
+    it(`cancelled: the run's end frees its place (${crash ? 'a crash before it' : 'its scheduler write failing'} is repaired)`, async () => {
+      const { publicId, runs, run, slots, job, fault } = await startRun();
+      const { lifecycle: api } = h.lifecycle();
+      expect(await api.cancels.cancel(h.account.id, publicId)).not.toBeNull();
+      fault(crash ? crashAt('scheduler') : faultAt('scheduler'));
+      await runs.cancelled(run);
+      slots.ended(run);
+      fault(new Set());
+      await endJob(job, crash);
+      expectSettled(await h.settle(publicId), TaskStatus.cancelled);
+    });
+  }
+
+  for (const store of ['scheduler', 'predictions'] as const) {
+    for (const crash of [false, true]) {
+      it(`skip: a job of a task already ended frees its place and abandons its prediction (${crash ? 'crash before' : 'failing'} ${store})`, async () => {
+        const publicId = await h.create();
+        const faults: FaultSwitch = { current: new Set() };
+        const { lifecycle } = h.lifecycle(faults);
+        const { runs } = h.worker(lifecycle);
+        const job = await h.take(runs, publicId);
+        await h.leavePrediction(publicId);
+        // Cancelled while its job is taken but not started: the worker finds it ended.
+        const { lifecycle: api } = h.lifecycle({ current: new Set(['predictions']) });
+        expect(await api.cancels.cancel(h.account.id, publicId)).not.toBeNull();
+        faults.current = crash ? crashAt(store) : faultAt(store);
+        expect(await runs.start({ kind: KIND, publicId, release: job.data.release ?? 1, accountId: job.data.account_id })).toEqual({ skipped: true });
+        faults.current = new Set();
+        await endJob(job, crash);
+        const settled = await h.settle(publicId);
+        expectSettled(settled, TaskStatus.cancelled);
+        // Noted for a worker that reaches the model server; when that write failed, only a re-run of
+        // the job (after a crash) notes it, else the record expires on its own.
+        expect(settled.orphanNoted).toBe(!(store === 'predictions' && !crash));
+      });
+    }
+  }
+});
+
+it('the writes of every transition follow STORE_ORDER', () => {
+  expect(STORE_ORDER).toEqual(['database', 'markers', 'scheduler', 'webhooks', 'predictions']);
+});
