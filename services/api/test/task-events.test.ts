@@ -1,11 +1,11 @@
 // Task event streams (`GET /api/tasks/{publicId}/events`, and the console's) and the `progress` of
 // the task JSON, against a real API on PostgreSQL and Redis. Tasks are moved the way the worker
-// moves them: a committed status change recorded in Redis (`recordTaskStatus`), progress written
-// with `recordTaskProgress`, terminal transitions with `finishTaskAndRecord`.
+// moves them: a committed status change recorded in its marker (the lifecycle's StatusMarkers),
+// progress written the same way, terminal transitions through the lifecycle (`repair.end`).
 import { createParser } from 'eventsource-parser';
 import { TaskStatus } from '@taskapi/domain';
 import { StatusMarkers, type FinishTaskInput } from '@taskapi/task-lifecycle';
-import { waitFor } from '@taskapi/testing';
+import { parseMetrics, waitFor } from '@taskapi/testing';
 import { API_ERRORS } from '../src/errors';
 import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
@@ -205,6 +205,41 @@ describe('task event streams', () => {
       expect(JSON.parse(stream.text)).toEqual({ message: API_ERRORS.TASK_NOT_FOUND.message });
     }
     expect(api.deps.taskWaiters.size).toBe(0);
+  });
+
+  it('the request-duration histogram ends at the stream\'s headers; how long streams stay open is measured apart', async () => {
+    const series = async () => {
+      const samples = parseMetrics((await api.req('GET', '/metrics')).text);
+      const value = (name: string, labels: Record<string, string>) =>
+        samples.find((m) => m.name === name && Object.entries(labels).every(([k, v]) => m.labels[k] === v))?.value ?? 0;
+      const route = '/api/tasks/{publicId}/events';
+      return {
+        requestSeconds: value('taskapi_http_request_duration_seconds_sum', { method: 'GET', route }),
+        requests: value('taskapi_http_request_duration_seconds_count', { method: 'GET', route }),
+        streamSeconds: value('taskapi_event_stream_duration_seconds_sum', { route }),
+        streams: value('taskapi_event_stream_duration_seconds_count', { route }),
+      };
+    };
+    const before = await series();
+    // One stream ended by the server (its task finished), one by its client going away.
+    const ended = await create();
+    const gone = await create();
+    const endedStream = await events(ended);
+    const goneStream = await events(gone);
+    await held(2);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await finish(ended);
+    expect(await endedStream.closed).toBe('ended');
+    goneStream.abort();
+    await held(0);
+    const after = await waitFor(async () => {
+      const now = await series();
+      return now.streams - before.streams === 2 ? now : undefined;
+    }, { what: 'both streams measured' });
+    expect(after.requests - before.requests).toBe(2);
+    // Held for 400 ms or more, yet each request took only as long as opening its stream.
+    expect(after.streamSeconds - before.streamSeconds).toBeGreaterThanOrEqual(0.8);
+    expect(after.requestSeconds - before.requestSeconds).toBeLessThan(0.4);
   });
 
   it('a client that disconnects frees its place', async () => {

@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import type { ApiDeps } from '../deps';
 import { TaskEventStream, type RenderTask } from '../domain/task-events';
 import { downgradeResponse, downgradesResponses } from './api-version';
+import { locals } from './request-context';
 
 /** Documented response of the event stream routes: the media type with an example. */
 export const TASK_EVENTS_CONTENT = {
@@ -51,6 +52,7 @@ export function sendTaskEvents(res: Response, stream: TaskEventStream): { sent: 
     return { sent: true };
   }
   res.statusCode = 200;
+  locals(res).streamOpenedAt = process.hrtime.bigint();
   res.setHeader('Content-Type', 'text/event-stream');
   res.setHeader('Cache-Control', 'no-cache');
   res.setHeader('X-Accel-Buffering', 'no');

@@ -54,14 +54,24 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
     ctx.requestId = requestId;
     ctx.startedAt = process.hrtime.bigint();
     res.setHeader('X-Request-Id', requestId);
-    res.on('finish', () => {
-      const seconds = Number(process.hrtime.bigint() - ctx.startedAt) / 1e9;
+    let observed = false;
+    const done = () => {
+      if (observed) return;
+      observed = true;
+      const now = process.hrtime.bigint();
+      const seconds = Number(now - ctx.startedAt) / 1e9;
       // The declared route template (set by the route table, `mount-routes.ts`, before
       // authentication) keeps label cardinality bounded (no ids in labels) and is the same for every
       // status, 401 and 429 included. Pages outside the registry (docs, console, Bull Board) fall
       // back to Express's matched pattern; anything else is `unmatched`.
       const route = ctx.route ?? expressPattern(req.route?.path, req.baseUrl) ?? UNMATCHED_ROUTE;
-      record(req.method, route, res.statusCode, seconds);
+      // An event stream's request ends when its headers go out; how long it then stayed open is
+      // its own histogram (a stream held for an hour is not a slow request).
+      if (ctx.streamOpenedAt === undefined) record(req.method, route, res.statusCode, seconds);
+      else {
+        record(req.method, route, res.statusCode, Number(ctx.streamOpenedAt - ctx.startedAt) / 1e9);
+        metrics.eventStreamDuration.observe({ route }, Number(now - ctx.streamOpenedAt) / 1e9);
+      }
       // Access lines are info or debug: below info there is nothing to build.
       if (!logger.isInfoEnabled()) return;
       const path = pathOf(req.originalUrl);
@@ -78,6 +88,11 @@ export function observe(logger: Logger, metrics: ApiMetrics): RequestHandler {
         ctx.publicId,
         ctx.traceId ?? traceId,
       ]);
+    };
+    res.on('finish', done);
+    // An event stream usually ends by its client going away: no 'finish' then, only 'close'.
+    res.on('close', () => {
+      if (ctx.streamOpenedAt !== undefined) done();
     });
     next();
   };

@@ -25,6 +25,11 @@ export interface RequestLocals {
   apiVersion?: ResolvedVersion;
   /** True when the request chose its version with `TaskApi-Version` (the account's pinned one then does not apply). */
   apiVersionSent?: boolean;
+  /**
+   * When an event stream's headers went out (`process.hrtime.bigint()`): the request's duration
+   * ends there, and the stream's own life is measured apart (`taskapi_event_stream_duration_seconds`).
+   */
+  streamOpenedAt?: bigint;
   /** The raw JSON body text (task creation only), for echoing `payload` unchanged. */
   rawBody?: string;
 }

@@ -8,7 +8,10 @@ import type { QueueSignal } from './queue-signals';
 export interface ApiMetrics {
   registry: Registry;
   httpRequests: Counter<'method' | 'route' | 'status'>;
+  /** Until the answer's end; for an event stream, until its headers (the stream's life is `eventStreamDuration`). */
   httpDuration: Histogram<'method' | 'route'>;
+  /** How long event streams stayed open, by route. */
+  eventStreamDuration: Histogram<'route'>;
   tasksCreated: Counter<'kind' | 'key_type'>;
   rateLimited: Counter<'key_type' | 'window'>;
   /** Created → cancelled here; the worker exposes the completed and failed series. */
@@ -110,9 +113,16 @@ export function createMetrics(opts: MetricsOptions = {}): ApiMetrics {
     }),
     httpDuration: new Histogram({
       name: 'taskapi_http_request_duration_seconds',
-      help: 'HTTP request latency by route pattern',
+      help: 'HTTP request latency by route pattern (an event stream until its headers are sent)',
       labelNames: ['method', 'route'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    eventStreamDuration: new Histogram({
+      name: 'taskapi_event_stream_duration_seconds',
+      help: 'How long task event streams stayed open (headers sent to close), by route pattern; not part of taskapi_http_request_duration_seconds',
+      labelNames: ['route'],
+      buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 300, 900, 3600],
       registers: [registry],
     }),
     tasksCreated: new Counter({
