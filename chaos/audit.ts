@@ -235,7 +235,7 @@ export async function audit(input: AuditInput): Promise<Figure[]> {
       label: 'attempts spent beyond what the tasks needed',
       value: extraAttempts,
       fails: false,
-      note: 'worker kills (a crash spends the attempt it interrupted) and, before, outages',
+      note: 'only an engine failure spends an attempt: a crash or an outage spends none',
       examples: extraAttemptExamples.slice(0, 5),
     },
     figure('cancels answered 200 for a task that did not end cancelled', cancelMismatches, true),

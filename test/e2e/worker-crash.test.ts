@@ -85,8 +85,9 @@ describe('a worker killed mid-task', () => {
     const puts = cog.putRequests()[id]!;
 
     const second = await worker();
-    // The dead worker's lock expires; the stalled job goes back to the queue and runs again: its
-    // second attempt follows the first attempt's prediction, still running, instead of a new one.
+    // The dead worker's lock expires; the stalled job goes back to the queue and runs again: the
+    // re-run continues the attempt (a crash spends none) and follows its prediction, still
+    // running, instead of a new one.
     // Its create (answered with the running prediction) and its stream: released only then, or the
     // prediction could end between the two, and the stream's PUT would start it again.
     await waitFor(() => cog.putRequests()[id]! >= puts + 2, { what: 'the second run to re-attach' });
@@ -99,7 +100,7 @@ describe('a worker killed mid-task', () => {
     expect(await ledgerOf(system.api, publicId)).toEqual([{ entry_type: 'charge', amount: -10 }]);
     expect(await deliveriesOf(system.api, publicId)).toHaveLength(1);
     expect(hooksOf(publicId)).toHaveLength(1);
-    expect(await attemptsColumn(publicId)).toBe(2);
+    expect(await attemptsColumn(publicId)).toBe(1);
     // The recovery path says what it recovered.
     expect(second.logs).toContainEqual(expect.objectContaining({ level: 'warn', job_id: publicId, message: expect.stringMatching(/^stalled job recovered/) }));
     await second.stop();

@@ -46,12 +46,23 @@ export interface FileStore {
   /** Deletes those that exist; missing keys are not an error. */
   deleteMany(keys: readonly string[]): Promise<void>;
   /**
+   * The objects whose keys start with `prefix` (a folder: `predictions/`), in pages, with when
+   * each was last written. For clean-up sweeps, not for serving requests.
+   */
+  list(prefix: string): AsyncIterable<StoredObject[]>;
+  /**
    * A URL that fetches the object without other credentials until it expires, answering with the
    * given headers (an S3 presigned GET). Absent when the driver has none (fs): the API signs its own.
    */
   signedGetUrl?(key: string, opts: SignedGetOptions): Promise<string>;
   /** Resolves when the store exists and accepts a write (and a delete); else throws `StorageUnavailableError`. */
   checkWritable(): Promise<void>;
+}
+
+/** One object of a listing. */
+export interface StoredObject {
+  key: string;
+  lastModified: Date;
 }
 
 /** The store could not be reached, or refused the request (missing bucket, credentials): retry later. */

@@ -3,9 +3,11 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { assertSafeKey, StorageUnavailableError, type FileStore } from './file-store';
+import { assertSafeKey, StorageUnavailableError, type FileStore, type StoredObject } from './file-store';
 
 const MISSING = new Set(['ENOENT', 'ENOTDIR']);
+/** Objects per page of a listing. */
+const LIST_PAGE = 1000;
 
 /** Anything but "no such file" means the directory is not usable (permissions, full disk, gone mount). */
 function unavailable(err: unknown, what: string): never {
@@ -74,6 +76,28 @@ export function createFsStore(root: string): FileStore {
       } catch (err) {
         unavailable(err, 'delete');
       }
+    },
+    async *list(prefix) {
+      const folder = prefix.replace(/\/+$/, '');
+      assertSafeKey(folder);
+      let entries;
+      try {
+        entries = await fs.readdir(path.join(root, ...folder.split('/')), { recursive: true, withFileTypes: true });
+      } catch (err) {
+        if (MISSING.has((err as NodeJS.ErrnoException).code ?? '')) return;
+        unavailable(err, 'list');
+      }
+      const page: StoredObject[] = [];
+      for (const entry of entries) {
+        // Temporary files of writes in progress are not objects yet.
+        if (!entry.isFile() || entry.name.startsWith('.')) continue;
+        const file = path.join(entry.parentPath, entry.name);
+        const stat = await fs.stat(file).catch(() => undefined);
+        if (!stat) continue;
+        page.push({ key: path.relative(root, file).split(path.sep).join('/'), lastModified: stat.mtime });
+        if (page.length === LIST_PAGE) yield page.splice(0);
+      }
+      if (page.length > 0) yield page;
     },
     async checkWritable() {
       const probe = path.join(root, `.writable-probe-${process.pid}-${randomBytes(4).toString('hex')}`);

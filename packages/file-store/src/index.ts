@@ -1,5 +1,5 @@
 export { assertSafeKey, inputKey, outputKey, StorageUnavailableError } from './file-store';
-export type { ByteRange, FileStore, ObjectInfo, ObjectStream, PutBody, SignedGetOptions } from './file-store';
+export type { ByteRange, FileStore, ObjectInfo, ObjectStream, PutBody, SignedGetOptions, StoredObject } from './file-store';
 export { createFileStore } from './create-file-store';
 export type { FileStoreConfig } from './create-file-store';
 export { createFsStore } from './fs-store';

@@ -5,6 +5,7 @@ import {
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   S3ServiceException,
@@ -117,6 +118,15 @@ export function createS3Store(opts: S3StoreOptions, client: S3Client = createS3C
         const failed = (res.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
         if (failed.length > 0) throw new StorageUnavailableError(`bucket "${Bucket}": could not delete ${failed.length} object(s): ${failed[0]?.Code ?? '?'}`);
       }
+    },
+    async *list(prefix) {
+      let ContinuationToken: string | undefined;
+      do {
+        const res = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken, MaxKeys: DELETE_BATCH })).catch(fail);
+        const page = (res.Contents ?? []).filter((o) => o.Key).map((o) => ({ key: o.Key!, lastModified: o.LastModified ?? new Date(0) }));
+        if (page.length > 0) yield page;
+        ContinuationToken = res.IsTruncated ? res.NextContinuationToken : undefined;
+      } while (ContinuationToken);
     },
     signedGetUrl(key, o) {
       // Signed locally (no request): the URL carries the response headers the browser gets.

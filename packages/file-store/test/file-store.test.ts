@@ -66,6 +66,21 @@ describe.each([
     expect(await store.head('inputs/task_b/image')).toBeNull();
   });
 
+  it('lists a folder in pages, with when each object was written; an empty or missing folder lists nothing', async () => {
+    const before = Date.now() - 5_000;
+    const keys = Array.from({ length: 7 }, (_, i) => `predictions/task_l${i % 3}/pred-${i}.json`);
+    for (const key of keys) await store.put(key, Buffer.from('{}'), 'application/json');
+    await store.put('task_l0/image.png', Buffer.from('not listed'), 'image/png');
+    const listed = [];
+    for await (const page of store.list('predictions/')) listed.push(...page);
+    expect(listed.map((o) => o.key).sort()).toEqual([...keys].sort());
+    for (const o of listed) expect(o.lastModified.getTime()).toBeGreaterThan(before);
+    const empty = [];
+    for await (const page of store.list('nothing-here/')) empty.push(...page);
+    expect(empty).toEqual([]);
+    await store.deleteMany(keys);
+  });
+
   it('refuses keys that could leave the store', async () => {
     for (const key of ['../x', 'a/../../x', '/abs', 'a//b', '.hidden/x', '']) {
       await expect(store.put(key, Buffer.from('x'), 'text/plain')).rejects.toThrow('unsafe file-store key');

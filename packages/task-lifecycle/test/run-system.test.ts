@@ -182,27 +182,34 @@ describe('complete and fail', () => {
 });
 
 describe('retry', () => {
-  it('spends the attempt and runs again after its delay, ahead of the account\'s other tasks', async () => {
+  it('spends the attempt: queued again (the marker back to 0) and run again after its delay, ahead of the account\'s other tasks', async () => {
     const { publicId, runs, run, slots, job } = await startRun();
+    await run.marked;
     await runs.retry(run, 50);
     slots.ended(run);
     await h.finishJob(job);
-    expect(await h.state(publicId)).toMatchObject({ status: 10, attempts: 1, scheduled: 'delayed' });
+    expect(await h.state(publicId)).toMatchObject({ status: 0, attempts: 1, marker: '0', scheduled: 'delayed' });
     const state = await h.settle(publicId);
     expectSettled(state, TaskStatus.completed);
     expect(state.attempts).toBe(2);
   });
 
-  for (const crash of [false, true]) {
-    it(`${crash ? 'a crash before' : 'a failure of'} its only write (the scheduler) is repaired by the sweeper`, async () => {
-      const { publicId, runs, run, slots, job, fault } = await startRun();
-      fault(crash ? crashAt('scheduler') : faultAt('scheduler'));
-      await runs.retry(run, 50);
-      slots.ended(run);
-      fault(new Set());
-      await endJob(job, crash);
-      expectSettled(await h.settle(publicId), TaskStatus.completed);
-    });
+  for (const store of ['database', 'markers', 'scheduler'] as const) {
+    for (const crash of [false, true]) {
+      it(`${crash ? `a crash before the ${store} write` : `the ${store} write failing`}: the task still runs again and completes`, async () => {
+        const { publicId, runs, run, slots, job, fault } = await startRun();
+        fault(crash ? crashAt(store) : faultAt(store));
+        if (store === 'database') await expect(runs.retry(run, 50)).rejects.toThrow('injected fault');
+        else await runs.retry(run, 50);
+        slots.ended(run);
+        fault(new Set());
+        await endJob(job, crash || store === 'database');
+        const settled = await h.settle(publicId);
+        expectSettled(settled, TaskStatus.completed);
+        // Unless the database never heard of the retry, its run started the next attempt.
+        expect(settled.attempts).toBe(store === 'database' ? 1 : 2);
+      });
+    }
   }
 });
 
@@ -236,8 +243,9 @@ describe('hand back', () => {
         await endJob(job, crash || store === 'database');
         const settled = await h.settle(publicId);
         expectSettled(settled, TaskStatus.completed);
-        // The attempt is given back unless the database never heard of the hand-back.
-        expect(settled.attempts).toBe(store === 'database' ? 2 : 1);
+        // The attempt is given back, or (the database never heard of the hand-back) its next run
+        // continues it: either way the task spent one.
+        expect(settled.attempts).toBe(1);
       });
     }
   }

@@ -115,6 +115,12 @@ function finishTask(db: SqlExecutor, publicId: string, accountId: string | null,
 }
 
 
+// A claim from 0 starts an attempt; a claim from 10 is the re-run of one its worker never ended
+// (it died, or lost its job's lock to a Redis outage): the same attempt goes on, so a crash or an
+// outage spends none (a task that kills its worker twice still fails: BullMQ's stalled count).
+// Only the engine's own transient failures spend attempts: the retry transition puts the task back
+// to 0 with its attempt kept, so its next run's claim starts the next attempt.
+
 /** A task claimed for a run (status 10). */
 export interface ClaimedTask {
   id: string;
@@ -123,7 +129,7 @@ export interface ClaimedTask {
   kind: TaskKind;
   created_at: Date;
   params: Record<string, unknown>;
-  /** How many times processing started, this run included (a hand-back gives its run's back). */
+  /** This run's attempt: 1 for the first (a hand-back gives its run's back; a re-run after a crash continues it). */
   attempts: number;
   /** The creation request's `traceparent` (docs/architecture.md, "Tracing"); null when tracing was off. */
   traceParent: string | null;
@@ -139,7 +145,7 @@ const CLAIM = statement(
   `
 WITH t AS (
   UPDATE tasks
-     SET status = 10, started_at = COALESCE(started_at, now()), attempts = attempts + 1
+     SET status = 10, started_at = COALESCE(started_at, now()), attempts = attempts + CASE WHEN status = 0 THEN 1 ELSE 0 END
    WHERE public_id = $1 AND status IN (0, 10)
   RETURNING id, public_id, account_id, kind, created_at, input, attempts, trace_parent
 )
@@ -166,6 +172,10 @@ UPDATE tasks
    SET status = 0,
        attempts = GREATEST(attempts - 1, 0),
        started_at = CASE WHEN attempts <= 1 THEN NULL ELSE started_at END
+ WHERE public_id = $1 AND status = 10 AND attempts = $2`;
+
+const REQUEUE_FOR_RETRY_SQL = `
+UPDATE tasks SET status = 0
  WHERE public_id = $1 AND status = 10 AND attempts = $2`;
 
 const STATUS = statement('worker-task-status', 'SELECT status FROM tasks WHERE public_id = $1', z.object({ status: z.number() }));
@@ -225,6 +235,16 @@ export class TaskRows {
    */
   async handBack(publicId: string, attempts: number): Promise<boolean> {
     return (await execute(this.db, 'worker-hand-back-task', HAND_BACK_SQL, [publicId, attempts])) === 1;
+  }
+
+  /**
+   * A transient engine failure spent this run's attempt: the task is queued again (status 0,
+   * `started_at` kept) until its retry runs, and that run's claim starts the next attempt. Left
+   * alone when the task moved on (a cancel) or another run claimed it since. Returns whether it
+   * was queued again.
+   */
+  async requeueForRetry(publicId: string, attempts: number): Promise<boolean> {
+    return (await execute(this.db, 'worker-requeue-for-retry', REQUEUE_FOR_RETRY_SQL, [publicId, attempts])) === 1;
   }
 
   /** The terminal transition (see `finishTask`). */

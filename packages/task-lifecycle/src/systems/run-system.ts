@@ -188,19 +188,34 @@ export class RunSystem {
     return { finished };
   }
 
-  /** Retry: a transient engine failure spent this attempt; the task runs again after `delayMs`, ahead of its account's other tasks. */
+  /**
+   * Retry: a transient engine failure spent this attempt. The task is queued again (status 0, the
+   * attempt kept, the marker back to 0) and runs again after `delayMs`, still counted as running,
+   * ahead of its account's other tasks; that run's claim starts the next attempt. A worker stopping
+   * while PostgreSQL is unavailable leaves it released again as it is (its next run continues this
+   * attempt).
+   */
   async retry(run: Run, delayMs: number): Promise<void> {
     await run.progress.stop();
-    await run.marked;
-    await this.writer.run(
-      'retry',
-      run.publicId,
-      {
-        database: async () => null,
-        scheduler: () => this.tell((report) => this.r.stores.scheduler.retryLater(run, delayMs, report), run),
-      },
-      { waitWhileUnavailable: this.opts.shutdown },
-    );
+    const { database, markers, scheduler } = this.r.stores;
+    try {
+      await this.writer.run(
+        'retry',
+        run.publicId,
+        {
+          database: () => database.requeueForRetry(run.publicId, run.task.attempts),
+          markers: async (requeued) => {
+            await run.marked;
+            if (requeued) await markers.handBack(run.accountId, run.publicId);
+          },
+          scheduler: () => this.tell((report) => scheduler.retryLater(run, delayMs, report), run),
+        },
+        { waitWhileUnavailable: this.opts.shutdown },
+      );
+    } catch (err) {
+      if (!(err instanceof StoppedWhileUnavailableError)) throw err;
+      await this.handBack(run, 'shutdown');
+    }
   }
 
   /**
@@ -208,7 +223,8 @@ export class RunSystem {
    * releasing it again at the head of its kind's queue (`busy`: after `delayMs`). A worker
    * stopping does not wait for an unavailable store; the other reasons do, so the task runs again
    * once the dependency answers. Returns whether the database took the hand-back (false: the task
-   * had moved on, or PostgreSQL could not be reached before the worker stopped).
+   * had moved on, or PostgreSQL could not be reached before the worker stopped: then its next run
+   * continues this attempt).
    */
   async handBack(run: Run, why: HandBackReason, delayMs = 0): Promise<boolean> {
     await run.progress.stop();
@@ -224,9 +240,9 @@ export class RunSystem {
             // Waited for, except by a worker stopping: then it is released again all the same.
             return stopping ? await write() : await retryWhileUnavailable(write, { signal: this.opts.shutdown });
           } catch (err) {
-            // Its next run claims it from 10 (this attempt stays spent).
+            // Released again all the same: its next run claims it from 10 and continues this attempt.
             if (!(err instanceof StoppedWhileUnavailableError) && !isPlatformFault(err)) throw err;
-            this.r.logger.warn('hand back: PostgreSQL unavailable; released again with this attempt spent', { public_id: run.publicId, error: (err as Error).message });
+            this.r.logger.warn('hand back: PostgreSQL unavailable; released again, its next run continues this attempt', { public_id: run.publicId, error: (err as Error).message });
             return false;
           }
         },

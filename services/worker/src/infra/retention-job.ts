@@ -3,13 +3,15 @@ import type { FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
 import { runPeriodically, type Periodic, type RedisClient } from '@taskapi/service';
 import { expireTaskFiles } from '../domain/expire-task-files';
+import { sweepPredictionBodies } from '../domain/sweep-prediction-bodies';
 import type { WorkerMetrics } from './metrics';
 
 /** Retention runs hourly: files are kept for days, so an hour late is nothing. */
 export const RETENTION_INTERVAL_MS = 3_600_000;
 
 /**
- * The retention job of every worker replica: one of them per interval runs it, through the same
+ * The retention job of every worker replica (expired tasks' files, then model webhook bodies no
+ * prediction record lists): one of them per interval runs it, through the same
  * Redis lock as the sweepers (`taskapi:sweeper:*`); a run interrupted on one replica is finished by
  * the next run (the job is idempotent).
  */
@@ -41,6 +43,8 @@ export function startRetentionJob(
         },
         retentionDays,
       );
+      const bodies = await sweepPredictionBodies({ store: deps.store, redis: deps.redis });
+      if (bodies > 0) logger.info('retention: deleted model webhook bodies no prediction record lists', { bodies });
     },
   });
   return {
