@@ -1,4 +1,4 @@
-// A Cog model server for tests, the chaos run and the benchmarks (DESIGN.md section 14).
+// A Cog model server for tests, the chaos run and the benchmarks (docs/models.md).
 export { startCogServer } from './server';
 export type { CogServer, CogServerOptions } from './server';
 export { spawnCogServer } from './spawn';

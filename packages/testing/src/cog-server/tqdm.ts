@@ -1,5 +1,5 @@
 // Progress lines as a Python model prints them with tqdm: what real Cog models write to their logs,
-// and what our worker reads progress from (DESIGN.md section 14).
+// and what our worker reads progress from (docs/models.md, "Progress").
 
 const BAR_WIDTH = 10;
 // tqdm's unicode bar: a full block per tenth, then the eighth of the partly filled one.

@@ -16,7 +16,7 @@
     request: ARGV[5] '1' (all the requests or none), ARGV[6] and ARGV[7] the sorted-set member and
     the hour of the one request already counted for it, taken back first (so a refused batch
     counts nothing, and an accepted one counts its size)
-  Output: {-1} when the key is revoked; else the twelve slots, in this order (rate-limit-script.ts
+  Output: {-1} when the key is revoked; else the twelve slots, in this order (rate-limit.ts
     names them):
       1 accepted, 2 minute count before, 3 day count before, 4 minute reset, 5 day reset,
       6 limited window (0 minute, 2 day), 7 limited minute remaining, 8 limited minute reset,

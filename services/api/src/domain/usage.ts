@@ -23,7 +23,7 @@ function usageRows(tasks: UsageSource, accountId: string, fromDay: number, toDay
 
 /**
  * Net credits of a row: failed and cancelled tasks are refunded in full in the statement that ends
- * them (finish-task.ts, cancel-task.ts), so their charge and refund cancel out; completed tasks and
+ * them (the lifecycle's terminal statement, stores/task-rows.ts), so their charge and refund cancel out; completed tasks and
  * those still queued or processing keep their charge.
  */
 const netCredits = (row: UsageRow) => (row.status === TaskStatus.failed || row.status === TaskStatus.cancelled ? 0 : row.cost);

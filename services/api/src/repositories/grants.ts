@@ -1,6 +1,6 @@
 // Trial grants (`trial_grants`): Prisma's typed client for the console and the operator, every
 // statement about a grant. Task creation draws on a grant's quota inside `create_tasks` and a
-// refund returns it inside `finishTask` (the task SQL); a key's reads join its grant's expiry (keys.ts).
+// refund returns it inside the terminal transition's statement (@taskapi/task-lifecycle, stores/task-rows.ts); a key's reads join its grant's expiry (keys.ts).
 import type { PrismaClient, Prisma } from '@taskapi/db';
 import { LedgerRepository } from './ledger';
 

@@ -1,7 +1,7 @@
 // The credit ledger (`credit_ledger`): Prisma's typed client. Every credit movement is a row, and a
 // balance only changes in the same transaction as its row: top-ups and trial grants are written
 // here, inside the transactions of accounts.ts and grants.ts; charges and refunds by the task SQL
-// functions (`create_tasks`, `finishTask`).
+// functions (`create_tasks`, and the terminal transition's statement in @taskapi/task-lifecycle).
 import type { Prisma } from '@taskapi/db';
 
 /** A console-side ledger row: a top-up of the paid balance or a trial grant's quota. */

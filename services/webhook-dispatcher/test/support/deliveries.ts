@@ -1,5 +1,5 @@
 // Rows the dispatcher works on, written with SQL into a test file's own database: an account (with
-// its encrypted webhook secret), a finished task and its pending delivery, as `finishTask` leaves them.
+// its encrypted webhook secret), a finished task and its pending delivery, as the lifecycle's terminal transition leaves them.
 import type pg from 'pg';
 import { z } from 'zod';
 
