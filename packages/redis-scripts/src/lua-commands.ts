@@ -1,13 +1,13 @@
 // Redis scripts live in `.lua` files, one command a file, as BullMQ keeps its own
 // (`src/commands/<name>-<keys>.lua`, shared code in `includes/` pulled in by `--- @include "…"`).
 // BullMQ compiles its files into JavaScript at its own build and exports no loader, so this is the
-// small one we need: read a folder once per process, resolve the includes, and hand each command
-// to ioredis's `defineCommand` (EVALSHA, with EVAL after a NOSCRIPT: a Redis that restarted or
-// failed over has lost its script cache, and the command still runs).
+// small one we need: read a folder once per process and resolve the includes; lua-scripts.ts runs
+// each by its hash (EVALSHA, with EVAL after a NOSCRIPT: a Redis that restarted or failed over has
+// lost its script cache, and the command still runs).
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** One script, ready for `defineCommand`. */
+/** One script, its includes resolved. */
 export interface LuaCommand {
   /** The file's name without `-<keys>.lua` (`submit` for `submit-1.lua`). */
   name: string;

@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
 import { loadLuaCommands, type LuaCommand } from './lua-commands';
 
 /** The clients a script runs on (a plain client, a cluster, or one reached through Sentinels). */
-export type ScriptRedis = Pick<Redis, 'defineCommand'> | Pick<Cluster, 'defineCommand'>;
+export type ScriptRedis = Pick<Redis, 'evalsha' | 'eval'> | Pick<Cluster, 'evalsha' | 'eval'>;
 
 /**
  * One command's contract: how a call's named input becomes KEYS and ARGV, and how the reply
@@ -17,14 +18,17 @@ export interface ScriptSpec<In, Out> {
   reply(raw: unknown): Out;
 }
 
-/** A bound script: runs the command on `redis` (defined on that client at its first call). */
+/** A bound script: runs the command on `redis`. */
 export type Script<In, Out> = (redis: ScriptRedis, input: In) => Promise<Out>;
 
-type CommandFn = (...args: Array<string | number>) => Promise<unknown>;
+type EvalFn = (script: string, numKeys: number, ...keysAndArgs: Array<string | number>) => Promise<unknown>;
 
 /**
- * The scripts of one commands folder, under a namespace that keeps their ioredis command names
- * apart from other folders' (`<namespace>_<command>`).
+ * The scripts of one commands folder. Each call is an EVALSHA of the script's hash, and an EVAL
+ * when Redis answers NOSCRIPT (it restarted or failed over and lost its script cache; the EVAL
+ * caches it again), which is what ioredis's `defineCommand` does, without defining anything on the
+ * client: a command defined on an auto-pipelining client while one of its pipelines is open is
+ * missing from that pipeline, and ioredis then fails the whole batch.
  */
 export class LuaScripts {
   private readonly commands: ReadonlyMap<string, LuaCommand>;
@@ -40,19 +44,20 @@ export class LuaScripts {
   define<In, Out>(spec: ScriptSpec<In, Out>): Script<In, Out> {
     const command = this.commands.get(spec.command);
     if (!command) throw new Error(`no Redis command ${spec.command} among the ${this.namespace} scripts`);
-    const name = `${this.namespace}_${command.name.replace(/-/g, '_')}`;
+    const sha = createHash('sha1').update(command.lua).digest('hex');
     const fixedKeys = command.numberOfKeys;
     return async (redis, input) => {
-      const client = redis as unknown as Record<string, CommandFn | undefined> & ScriptRedis;
-      let fn = client[name];
-      if (typeof fn !== 'function') {
-        client.defineCommand(name, fixedKeys === undefined ? { lua: command.lua } : { lua: command.lua, numberOfKeys: fixedKeys });
-        fn = client[name] as CommandFn;
-      }
       const keys = spec.keys(input);
-      if (fixedKeys !== undefined && keys.length !== fixedKeys) throw new Error(`${name} takes ${fixedKeys} keys, was given ${keys.length}`);
-      const args = spec.args(input);
-      const raw = fixedKeys === undefined ? await fn.call(client, keys.length, ...keys, ...args) : await fn.call(client, ...keys, ...args);
+      if (fixedKeys !== undefined && keys.length !== fixedKeys) throw new Error(`${this.namespace} ${command.name} takes ${fixedKeys} keys, was given ${keys.length}`);
+      const params = [...keys, ...spec.args(input)];
+      const client = redis as unknown as { evalsha: EvalFn; eval: EvalFn };
+      let raw: unknown;
+      try {
+        raw = await client.evalsha(sha, keys.length, ...params);
+      } catch (err) {
+        if (!/NOSCRIPT/.test((err as Error).message)) throw err;
+        raw = await client.eval(command.lua, keys.length, ...params);
+      }
       return spec.reply(raw);
     };
   }
