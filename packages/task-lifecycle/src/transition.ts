@@ -36,6 +36,14 @@ export interface TransitionOptions {
    * faults). Without it, a failed step is not waited for.
    */
   waitWhileUnavailable?: AbortSignal;
+  /**
+   * Start the scheduler's step beside the markers' instead of after it, the webhook job still
+   * waiting for both. Only for a run's terminal end: its marker is final, and its scheduler step
+   * concerns other tasks (the freed slot's next one), so neither write can overtake the other's
+   * meaning, and a run's cycle (end → next task released) keeps one Redis round trip instead of two.
+   * A hand-back or retry must not: the scheduler could run the task again before its marker moved back.
+   */
+  schedulerBesideMarkers?: boolean;
 }
 
 /**
@@ -59,16 +67,22 @@ export class TransitionWriter {
           })
         : work();
     const committed = await attempt(steps.database);
-    for (const store of STORE_ORDER) {
-      if (store === 'database') continue;
+    const write = async (store: Exclude<StoreName, 'database'>): Promise<void> => {
       const step = steps[store];
-      if (!step) continue;
+      if (!step) return;
       try {
         await attempt(() => step(committed));
       } catch (err) {
         this.logger.warn(`${transition}: ${store} not written; ${REPAIRED_BY[store]}`, { public_id: publicId, error: (err as Error).message });
       }
+    };
+    if (opts.schedulerBesideMarkers) await Promise.all([write('markers'), write('scheduler')]);
+    else {
+      await write('markers');
+      await write('scheduler');
     }
+    await write('webhooks');
+    await write('predictions');
     return committed;
   }
 }

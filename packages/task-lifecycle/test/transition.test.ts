@@ -39,6 +39,34 @@ it('writes the stores in STORE_ORDER and hands each the commit', async () => {
   expect(order).toEqual([...STORE_ORDER]);
 });
 
+it("a run's terminal end writes the scheduler beside the markers, and the webhook job after both", async () => {
+  const { writer: w } = writer();
+  const events: string[] = [];
+  let markersDone!: () => void;
+  const markersWritten = new Promise<void>((resolve) => (markersDone = resolve));
+  const run = w.run(
+    'complete',
+    'task_x',
+    {
+      database: async () => 'row',
+      markers: async () => {
+        events.push('markers started');
+        await markersWritten;
+        events.push('markers written');
+      },
+      scheduler: async () => {
+        events.push('scheduler started');
+        markersDone();
+      },
+      webhooks: async () => void events.push('webhooks'),
+    },
+    { schedulerBesideMarkers: true },
+  );
+  await run;
+  // The scheduler's step started while the markers' was still open; the webhook job waited for both.
+  expect(events).toEqual(['markers started', 'scheduler started', 'markers written', 'webhooks']);
+});
+
 it('a failing write after the commit is logged with its repair, and the later writes still happen', async () => {
   const { writer: w, warnings } = writer();
   const written: string[] = [];

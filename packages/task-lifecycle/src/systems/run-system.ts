@@ -177,7 +177,7 @@ export class RunSystem {
             if (f?.delivery_id) await webhooks.enqueueAttempt(f.delivery_id, 1, 0, f.account_id);
           },
         },
-        { waitWhileUnavailable: this.opts.shutdown },
+        { waitWhileUnavailable: this.opts.shutdown, schedulerBesideMarkers: true },
       );
     } catch (err) {
       if (!(err instanceof StoppedWhileUnavailableError)) throw err;
