@@ -135,6 +135,8 @@ export function generateClientTypes(): string {
   const batchIds = TASK_KINDS.map((kind) => components.add(route('post', `/api/tasks/${kind}/batch`).responses[201]!.schema!, 'output'));
   if (new Set(batchIds).size !== 1) throw new Error('the batch routes answer different shapes');
   components.add(route('get', '/api/tasks').query!, 'input', 'ListTasksQuery');
+  components.add(route('post', '/api/tasks/cancel').body!.schema, 'input');
+  components.add(route('post', '/api/tasks/cancel').responses[200]!.schema!, 'output');
   for (const schema of [
     errorSchema,
     validationErrorSchema,

@@ -1,6 +1,6 @@
 -- create_tasks: charges a batch of task creations against one payer (the account's paid balance,
 -- or one trial grant) and inserts the tasks, their charge ledger rows and their uploads, in one
--- call (docs/architecture.md, "Credits"). This file is the function's source; the database
+-- call (docs/architecture.md, "Correctness rules and how they are enforced"). This file is the function's source; the database
 -- runs whatever the latest migration defining it says, and a test checks that the two agree.
 -- To change it: edit this file, copy the statement into a new migration, keep the signature
 -- while replicas of the previous release still call it (or add a new function beside it).
@@ -17,7 +17,10 @@ CREATE OR REPLACE FUNCTION "create_tasks"(
     p_upload_types TEXT[],
     p_upload_data BYTEA[],
     p_trace_parents TEXT[] DEFAULT NULL,
-    p_all_or_nothing BOOLEAN DEFAULT FALSE
+    p_all_or_nothing BOOLEAN DEFAULT FALSE,
+    p_priorities INTEGER[] DEFAULT NULL,
+    p_ttls INTEGER[] DEFAULT NULL,
+    p_fairness_keys TEXT[] DEFAULT NULL
 ) RETURNS TABLE ("ordinal" INTEGER, "task_id" BIGINT, "created_at" TIMESTAMPTZ, "available" INTEGER, "grant_expired" BOOLEAN,
                  "spend_limit" INTEGER, "spend_period" TEXT, "spent" BIGINT)
 LANGUAGE plpgsql AS $$
@@ -156,12 +159,17 @@ BEGIN
     WITH req AS (
         SELECT *
           FROM unnest(p_public_ids, p_api_key_ids, p_kinds, p_inputs, p_payloads, p_callback_urls, p_costs,
-                      v_accepted, v_remaining, p_upload_types, p_upload_data, p_trace_parents, v_limited, v_limited_spent)
+                      v_accepted, v_remaining, p_upload_types, p_upload_data, p_trace_parents, v_limited, v_limited_spent,
+                      p_priorities, p_ttls, p_fairness_keys)
                WITH ORDINALITY AS r(public_id, api_key_id, kind, input, payload, callback_url, cost,
-                                    accepted, remaining, upload_type, upload_data, trace_parent, limited, limited_spent, ord)
+                                    accepted, remaining, upload_type, upload_data, trace_parent, limited, limited_spent,
+                                    priority, ttl_seconds, fairness_key, ord)
     ), inserted AS (
-        INSERT INTO tasks (public_id, account_id, api_key_id, grant_id, kind, input, payload, callback_url, cost, trace_parent)
-        SELECT public_id, p_account_id, api_key_id, p_grant_id, kind, input, payload, callback_url, cost, trace_parent
+        -- A task with a ttl expires that long after its creation (by the same clock as created_at).
+        INSERT INTO tasks (public_id, account_id, api_key_id, grant_id, kind, input, payload, callback_url, cost, trace_parent,
+                           priority, ttl_seconds, expires_at, fairness_key)
+        SELECT public_id, p_account_id, api_key_id, p_grant_id, kind, input, payload, callback_url, cost, trace_parent,
+               priority, ttl_seconds, CASE WHEN ttl_seconds IS NULL THEN NULL ELSE now() + make_interval(secs => ttl_seconds) END, fairness_key
           FROM req WHERE accepted ORDER BY ord
         RETURNING id, public_id, created_at
     ), ledger AS (

@@ -57,7 +57,7 @@ async function statementsOf(fn: (db: SqlExecutor) => Promise<unknown>): Promise<
 /** A bound value as a SQL literal of unknown type (as pg sends it: arrays as array literals). */
 function literal(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
-  if (Array.isArray(v)) return client.escapeLiteral(`{${v.map((x) => JSON.stringify(String(x))).join(',')}}`);
+  if (Array.isArray(v)) return client.escapeLiteral(`{${v.map((x) => (x === null ? 'NULL' : JSON.stringify(String(x)))).join(',')}}`);
   return client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v));
 }
 
@@ -153,7 +153,7 @@ describe('hot statements under a backlog the statistics have not seen', () => {
     const oldDelivery = await scansOf((db) => db.query({ text: `UPDATE webhook_deliveries SET attempt_count = 1 WHERE id = $1 AND state = 'pending'`, values: [deliveryId] }));
     expect(oldDelivery.map((s) => s.index)).toContain('old_pending_idx');
     await dropOldShapes();
-    expect((await partialIndexes()).sort()).toEqual(['tasks_not_finished_idx', 'tasks_retention_idx', 'webhook_deliveries_due_idx']);
+    expect((await partialIndexes()).sort()).toEqual(['tasks_expiry_idx', 'tasks_fairness_key_idx', 'tasks_not_finished_idx', 'tasks_retention_idx', 'webhook_deliveries_due_idx']);
   });
 
   const hot: Array<[string, (db: SqlExecutor) => Promise<unknown>]> = [
@@ -162,6 +162,8 @@ describe('hot statements under a backlog the statistics have not seen', () => {
     ['a worker reads a task status', (db) => new TaskRows(db).status(task.publicId)],
     ['a task is finished (worker, sweeper, cancel)', (db) => new TaskRows(db).finish(task.publicId, null, { status: TaskStatus.completed, result: {} }, 'whd_plans_new')],
     ['a task is cancelled by its owner', (db) => new TaskRows(db).finish(task.publicId, accountId, { status: TaskStatus.cancelled }, 'whd_plans_new')],
+    ['tasks are cancelled by their ids (bulk cancel)', (db) => new TaskRows(db).cancelMany(accountId, [task.publicId, 'task_plans_unknown'], [null, null])],
+    ['the statuses of a bulk cancel\'s ids are read', (db) => new TaskRows(db).statusesOf(accountId, [task.publicId, 'task_plans_unknown'])],
     ['the dispatcher loads a delivery', (db) => loadDelivery(db, deliveryId)],
     ['the dispatcher claims an attempt', (db) => claimAttempt(db, deliveryId, 1, new Date())],
     ['the dispatcher claims and loads', (db) => claimAndLoad(db, { deliveryId, attempt: 1, accountId, ciphertext: 'x', startedAt: new Date() })],
@@ -190,5 +192,20 @@ describe('hot statements under a backlog the statistics have not seen', () => {
     expect(tasks.map((s) => s.index)).toContain('tasks_not_finished_idx');
     const deliveries = await scansOf((db) => sweepDeliveries(db, undefined as never, DAY_MS));
     expect(deliveries.map((s) => s.index)).toContain('webhook_deliveries_due_idx');
+  });
+
+  it("the expiry sweep (every replica, twice a second) reads only queued tasks with a deadline: none of the backlog's", async () => {
+    await dropOldShapes();
+    const expiry = await scansOf((db) => new TaskRows(db).expireDue(500, 'expired'));
+    const onTasks = expiry.filter((s) => s.relation === 'tasks' && s.type.endsWith('Scan'));
+    expect(onTasks.length).toBeGreaterThan(0);
+    for (const s of onTasks) expect([s.statement, s.type, s.index]).toEqual([s.statement, expect.stringMatching(/Index/), expect.stringMatching(/^(tasks_expiry_idx|tasks_pkey)$/)]);
+  });
+
+  it("a bulk cancel by filter pages through the account's unfinished tasks by index, a page at a time", async () => {
+    await dropOldShapes();
+    const pages = await scansOf((db) => new TaskRows(db).cancelCandidates(accountId, { status: 0, fairnessKey: 'user-1' }, task.id, 200));
+    expect(pages.filter((s) => s.type === 'Seq Scan' && s.relation === 'tasks')).toEqual([]);
+    expect(pages.filter((s) => s.relation === 'tasks').length).toBeGreaterThan(0);
   });
 });

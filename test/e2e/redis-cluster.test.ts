@@ -168,7 +168,8 @@ describe('on a Redis Cluster', () => {
     const queues = await a.req('GET', '/admin/queues/api/queues', { headers: basicAuth });
     expect(queues.status).toBe(200);
     const names = (queues.body.queues as Array<{ name: string }>).map((q) => q.name).sort();
-    expect(names).toEqual([...Object.values(TASK_QUEUES).map((q) => q.name), WEBHOOK_QUEUE.name].sort());
+    // Each kind's queue and, beside it, its accounts' lines (read from the scheduler on the cluster).
+    expect(names).toEqual([...Object.values(TASK_QUEUES).map((q) => q.name), ...Object.keys(TASK_QUEUES).map((kind) => `{lines-${kind}}`), WEBHOOK_QUEUE.name].sort());
 
     const metrics = await (await fetch(`${b.url}/metrics`)).text();
     for (const name of Object.keys(TASK_QUEUES)) expect(metrics).toMatch(new RegExp(`^taskapi_queue_depth\\{kind="${name}"\\} 0$`, 'm'));

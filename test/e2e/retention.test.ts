@@ -134,7 +134,7 @@ describe('retention (RETENTION_DAYS): stored files of old terminal tasks are del
     const task = await api.req('GET', `/api/console/tasks/${old[0]}`, { headers: account.auth });
     expect(task.body).toMatchObject({ status: 20, files: [], files_expired_at: expect.any(String) });
     expect(new Date(task.body.files_expired_at).toISOString()).toBe(task.body.files_expired_at);
-    expect(Object.keys(task.body).slice(-3)).toEqual(['files', 'files_expired_at', 'progress']);
+    expect(Object.keys(task.body).slice(-7)).toEqual(['files', 'files_expired_at', 'priority', 'ttl_seconds', 'fairness_key', 'progress', 'queue']);
     for (const [what, res] of [
       ['api key (row cached before expiry)', await api.req('GET', `/api/tasks/${old[0]}/files/image.png`, { headers: withKey(key) })],
       ['signed link', await api.req('GET', new URL(signedUrl).pathname + new URL(signedUrl).search)],

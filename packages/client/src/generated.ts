@@ -29,11 +29,37 @@ export interface BatchExceedsRateLimit {
   window: "minute" | "day";
 }
 
+/** Exactly one of `ids` and `filter`. */
+export interface BulkCancelRequest {
+  /** Up to 1000 task ids (`public_id`); one given twice is cancelled once and reported for each. */
+  ids?: string[];
+  /** Every non-terminal task of the key's account that matches all of these (an empty filter: all of them). */
+  filter?: {
+    kind?: TaskKind;
+    status?: 0 | 10;
+    fairness_key?: string;
+  };
+}
+
+export interface BulkCancelResult {
+  /** How many tasks this request cancelled. */
+  cancelled: number;
+  /** For `ids` only: one per id, in their order. */
+  results?: Array<{
+    public_id: string;
+    /** `cancelled` by this request; `already_finished` (terminal before, or cancelled by an earlier request); `not_found` (unknown, or another account's). */
+    outcome: "cancelled" | "already_finished" | "not_found";
+  }>;
+}
+
 export interface CreateFaceDetectionTask {
   image_url?: string;
   image_base64?: string;
   callback_url?: string | null;
   payload?: unknown;
+  priority?: number | null;
+  ttl_seconds?: number | null;
+  fairness_key?: string | null;
 }
 
 export interface CreateImageTask {
@@ -42,6 +68,9 @@ export interface CreateImageTask {
   height?: number;
   callback_url?: string | null;
   payload?: unknown;
+  priority?: number | null;
+  ttl_seconds?: number | null;
+  fairness_key?: string | null;
 }
 
 export interface CreateVideoTask {
@@ -49,6 +78,9 @@ export interface CreateVideoTask {
   duration_seconds?: number;
   callback_url?: string | null;
   payload?: unknown;
+  priority?: number | null;
+  ttl_seconds?: number | null;
+  fairness_key?: string | null;
 }
 
 /** Every error body has a human-readable `message`; some add fields (see the more specific schemas). */
@@ -90,6 +122,8 @@ export interface ListTasksQuery {
   status?: string;
   /** Only tasks of this kind. */
   kind?: "video-generation" | "image-generation" | "face-detection";
+  /** Only tasks created with this `fairness_key`. */
+  fairness_key?: string;
   /** Page size, 1 to 100 (default 20). */
   limit?: string;
   /** `next_cursor` of the previous page. */
@@ -145,6 +179,19 @@ export interface Task {
   files_expired_at: string | null;
   /** How far the task is, from 0 to 1 (two decimals): `null` while queued and until the engine reports; while processing, the latest value the engine reported (updated at most twice a second); `1` once completed; when the task fails or is cancelled, the value it had then, kept. `GET /api/tasks/{publicId}/events` streams its changes. Not part of the webhook body. */
   progress: number | null;
+  /** As given at creation (seconds, -86400 to 86400), or `null` (0). Within its account and kind the task is placed as if created that many seconds earlier (negative: later); it never changes the share between accounts. */
+  priority: number | null;
+  /** As given at creation, or `null`. A task still queued that long after its creation, never started, expires within 2 s: status 40, `error_code` `expired`, refunded in full, no webhook. */
+  ttl_seconds: number | null;
+  /** As given at creation (e.g. your own end user), or `null`. Within its account and kind, queued tasks take turns across keys: the next comes from the key with the fewest running; tasks without a key form one group of their own. */
+  fairness_key: string | null;
+  /** While queued, where the task stands in its account's line; `null` in every other status (and for a moment after a restore, while the scheduler does not hold it). Not part of the webhook body. */
+  queue: {
+    /** How many of the account's queued tasks of the same kind and fairness key start before it. */
+    ahead: number;
+    /** True while the account is at its cap of running tasks (it waits for one of them to end). */
+    held_by_account_cap: boolean;
+  } | null;
 }
 
 export interface TaskBatch {
@@ -152,8 +199,8 @@ export interface TaskBatch {
   data: Task[];
 }
 
-/** Why a task failed (status 30), from this fixed set; `null` unless failed. `invalid_input`: the input could not be processed (e.g. an undecodable image); `image_fetch_failed`: `image_url` could not be downloaded; `engine_error`: the engine reported an error; `timeout`: the engine took too long; `internal_error`: anything else. */
-export type TaskErrorCode = "invalid_input" | "image_fetch_failed" | "engine_error" | "timeout" | "internal_error" | null;
+/** Why a task failed (status 30), from this fixed set; `null` unless failed, or expired. `invalid_input`: the input could not be processed (e.g. an undecodable image); `image_fetch_failed`: `image_url` could not be downloaded; `engine_error`: the engine reported an error; `timeout`: the engine took too long; `internal_error`: anything else; `expired`: (status 40, refunded, no webhook) it did not start within its `ttl_seconds`. */
+export type TaskErrorCode = "invalid_input" | "image_fetch_failed" | "engine_error" | "timeout" | "internal_error" | "expired" | null;
 
 export interface TaskFile {
   name: string;

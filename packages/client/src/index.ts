@@ -16,6 +16,8 @@ export type {
   CreateTaskInputs,
   CreateVideoTask,
   BatchExceedsRateLimit,
+  BulkCancelRequest,
+  BulkCancelResult,
   ErrorBody,
   ExpiredTrialKey,
   FaceCoordinate,

@@ -1,5 +1,5 @@
 import { TaskApiError, TaskApiTimeoutError, TaskWaitTimeoutError } from './errors';
-import type { CreateTaskInputs, Task, TaskBatch, TaskKind, TaskList, TaskStatus } from './generated';
+import type { BulkCancelRequest, BulkCancelResult, CreateTaskInputs, Task, TaskBatch, TaskKind, TaskList, TaskStatus } from './generated';
 import { sleep, type HttpClient } from './http';
 import { taskEvents, type EventsOptions } from './task-events';
 
@@ -57,6 +57,8 @@ export interface ListOptions<K extends TaskKind = TaskKind> extends RequestOptio
   kind?: K;
   /** One status or several. */
   status?: TaskStatus | readonly TaskStatus[];
+  /** Only tasks created with this `fairness_key`. */
+  fairnessKey?: string;
   /** Page size, 1 to 100 (the API's default is 20). The iterator fetches pages until the last. */
   limit?: number;
   /** Start after this task (a `next_cursor` from an earlier page). */
@@ -132,6 +134,17 @@ export class Tasks {
         return task.status === 40 ? task : undefined;
       },
     });
+    return res.data;
+  }
+
+  /**
+   * `POST /api/tasks/cancel`: cancels many tasks with one request, each as `cancel` does (refunded
+   * in full, no webhook): the tasks of `ids` (1 to 1000; `results` says what became of each, in
+   * order), or every non-terminal task of the account matching `filter` (`kind`, `status` 0 or 10,
+   * `fairness_key`). Retried like an idempotent call: a retry cancels nothing twice.
+   */
+  async cancelMany(target: BulkCancelRequest, options: RequestOptions = {}): Promise<BulkCancelResult> {
+    const res = await this.http.request<BulkCancelResult>({ method: 'POST', path: '/api/tasks/cancel', body: target, idempotent: true, signal: options.signal, as: 'json' });
     return res.data;
   }
 
@@ -212,7 +225,7 @@ export class Tasks {
     const res = await this.http.request<Omit<TaskList, 'data'> & { data: Array<TaskOf<K>> }>({
       method: 'GET',
       path: '/api/tasks',
-      query: { kind: options.kind, status, limit: options.limit === undefined ? undefined : String(options.limit), cursor: options.cursor },
+      query: { kind: options.kind, status, fairness_key: options.fairnessKey, limit: options.limit === undefined ? undefined : String(options.limit), cursor: options.cursor },
       idempotent: true,
       signal: options.signal,
       as: 'json',

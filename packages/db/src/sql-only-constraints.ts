@@ -19,6 +19,9 @@ export const SQL_ONLY_CONSTRAINTS: ReadonlyArray<{ table: string; name: string; 
   { table: 'tasks', name: 'tasks_status_known', check: 'status IN (0, 10, 20, 30, 40)' },
   { table: 'tasks', name: 'tasks_cost_non_negative', check: 'cost >= 0' },
   { table: 'tasks', name: 'tasks_progress_in_range', check: 'progress >= 0 AND progress <= 1' },
+  { table: 'tasks', name: 'tasks_priority_in_range', check: 'priority BETWEEN -86400 AND 86400' },
+  { table: 'tasks', name: 'tasks_ttl_in_range', check: 'ttl_seconds BETWEEN 1 AND 604800' },
+  { table: 'tasks', name: 'tasks_fairness_key_format', check: "fairness_key ~ '^[A-Za-z0-9._:@-]{1,64}$'" },
   {
     table: 'credit_ledger',
     name: 'credit_ledger_amount_sign',

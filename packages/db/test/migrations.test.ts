@@ -211,6 +211,8 @@ describe('the migrated database matches prisma/schema.prisma', () => {
       api_keys_one_active_key_per_grant: '(revoked_at IS NULL)',
       tasks_retention_idx: '((status = ANY (ARRAY[20, 30, 40])) AND (files_expired_at IS NULL))',
       tasks_not_finished_idx: '(finished_at IS NULL)',
+      tasks_expiry_idx: '((status = 0) AND (expires_at IS NOT NULL))',
+      tasks_fairness_key_idx: '(fairness_key IS NOT NULL)',
       webhook_deliveries_due_idx: '(next_attempt_at IS NOT NULL)',
     });
   });
@@ -302,6 +304,18 @@ describe('the migrated database matches prisma/schema.prisma', () => {
     );
     await refused("INSERT INTO credit_ledger (account_id, entry_type, amount) VALUES ($1, 'topup', -5)", [acct], 'credit_ledger_amount_sign');
     await refused("INSERT INTO credit_ledger (account_id, entry_type, amount) VALUES ($1, 'refund', 5)", [acct], 'credit_ledger_task_entries_have_task');
+    const key = `key_${acct}`;
+    await client.query("INSERT INTO api_keys (id, account_id, type, key_hash, key_ciphertext, key_prefix) VALUES ($2, $1, 'paid', repeat('c', 64), 'x', 'sk-live-x')", [acct, key]);
+    const steering = (column: string, value: unknown, constraint: string) =>
+      refused(
+        `INSERT INTO tasks (public_id, account_id, api_key_id, kind, input, cost, ${column}) VALUES ($3, $1, $2, 'image-generation', '{}', 1, $4)`,
+        [acct, key, `task_${acct}_${column}`, value],
+        constraint,
+      );
+    await steering('priority', 86_401, 'tasks_priority_in_range');
+    await steering('ttl_seconds', 0, 'tasks_ttl_in_range');
+    await steering('fairness_key', 'has space', 'tasks_fairness_key_format');
+    await client.query('DELETE FROM api_keys WHERE id = $1', [key]);
     await client.query('DELETE FROM accounts WHERE id = $1', [acct]);
   });
 });

@@ -1,8 +1,8 @@
 import type { Cluster, Redis } from 'ioredis';
 import { TASK_KINDS, isTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import type { TaskQueues, TaskRun } from '@taskapi/queue';
-import { schedulerCommands, type Releasing, type SchedulerScope } from './scheduler-commands';
-import type { AccountLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskScheduler, WorkerReport } from './task-scheduler';
+import { NO_GROUP, schedulerCommands, type Releasing, type SchedulerScope } from './scheduler-commands';
+import type { AccountLoad, AccountQueue, GroupLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskPosition, TaskScheduler, WaitingTask, WorkerReport } from './task-scheduler';
 
 /** Every scheduling key starts with this; its hash tag keeps them in one Redis Cluster slot. */
 export const SCHEDULER_PREFIX = 'taskapi:{sched}:';
@@ -62,6 +62,10 @@ export class FairScheduler implements TaskScheduler {
   }
 
   async submit(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<number> {
+    return (await this.submitAndPlace(kind, tasks, opts)).joined;
+  }
+
+  async submitAndPlace(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<{ joined: number; positions: Map<string, TaskPosition> }> {
     const reply = await schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks });
     // Tasks released by their own submission are added in their own traces; a task released
     // later (a slot freed on a worker) is added outside any, and its run joins its trace from the row.
@@ -70,7 +74,11 @@ export class FairScheduler implements TaskScheduler {
     const queued = this.queue(reply, traceParents);
     if (opts.queued) opts.queued(queued);
     else await queued;
-    return reply.answer;
+    const positions = new Map<string, TaskPosition>();
+    for (const [publicId, p] of Object.entries(reply.answer.positions)) {
+      positions.set(publicId, { state: reply.released.some((r) => r.task === publicId) ? 'ready' : 'pending', ahead: p.ahead, heldByCap: p.held_by_cap });
+    }
+    return { joined: reply.answer.joined, positions };
   }
 
   async report(report: WorkerReport): Promise<void> {
@@ -133,6 +141,51 @@ export class FairScheduler implements TaskScheduler {
       loads.set(k.kind, { runnable: k.runnable, heldByCap: k.held, oldestWaitingCreatedMs: k.oldest_created_ms > 0 ? k.oldest_created_ms : undefined, nowMs });
     }
     return loads;
+  }
+
+  async cancelMany(kind: TaskKind, publicIds: readonly string[]): Promise<void> {
+    if (publicIds.length === 0) return;
+    const results = await this.settle(await schedulerCommands.cancelMany(this.redis, { scope: this.scope, publicIds }));
+    // Released but not started: their jobs leave the queue now (see `cancel`).
+    const gone: string[] = [];
+    for (const r of results) if (r.outcome === 'ready' && (await this.queues.removeRun(kind, r.task, r.release))) gone.push(r.task);
+    for (const publicId of gone) await this.done(publicId);
+  }
+
+  async positions(publicIds: readonly string[]): Promise<Map<string, TaskPosition>> {
+    const found = new Map<string, TaskPosition>();
+    if (publicIds.length === 0) return found;
+    const records = await schedulerCommands.position(this.redis, { scope: this.scope, publicIds });
+    for (const [publicId, p] of Object.entries(records)) found.set(publicId, { state: p.state, ahead: p.ahead, heldByCap: p.held_by_cap });
+    return found;
+  }
+
+  async waiting(kind: TaskKind, offset: number, count: number): Promise<{ total: number; tasks: WaitingTask[] }> {
+    const page = await schedulerCommands.waiting(this.redis, { scope: this.scope, kind, offset: Math.max(0, Math.floor(offset)), count: Math.max(0, Math.floor(count)) });
+    return {
+      total: page.total,
+      tasks: (page.tasks ?? []).map((t) => ({
+        publicId: t.task,
+        accountId: t.account,
+        fairnessKey: t.group === NO_GROUP ? null : t.group,
+        createdAt: new Date(t.created_ms),
+        priority: Math.round((t.created_ms - t.effective_ms) / 1000),
+        expiresAt: t.deadline_ms > 0 ? new Date(t.deadline_ms) : null,
+        heldByCap: t.held_by_cap,
+      })),
+    };
+  }
+
+  async accountsOf(kind: TaskKind): Promise<AccountQueue[]> {
+    const rows = await schedulerCommands.accounts(this.redis, { scope: this.scope, kind });
+    return rows.map((r) => ({ accountId: r.account, running: r.running, waiting: r.waiting, runningAllKinds: r.running_all_kinds, cap: r.cap }));
+  }
+
+  async accountGroups(accountId: string): Promise<GroupLoad[]> {
+    const byKind = await schedulerCommands.accountGroups(this.redis, { scope: this.scope, accountId });
+    return Object.entries(byKind).flatMap(([kind, groups]) =>
+      Object.entries(groups).map(([group, g]) => ({ kind, fairnessKey: group === NO_GROUP ? null : group, waiting: g.waiting, running: g.running })),
+    );
   }
 
   async accountLoad(accountId: string): Promise<AccountLoad> {

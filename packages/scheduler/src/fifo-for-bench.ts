@@ -1,6 +1,6 @@
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { TaskQueues } from '@taskapi/queue';
-import type { AccountLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskScheduler } from './task-scheduler';
+import type { AccountLoad, AccountQueue, GroupLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskPosition, TaskScheduler, WaitingTask } from './task-scheduler';
 
 /**
  * First in, first out, as before the fair scheduler: every task's job goes to its kind's queue when
@@ -17,6 +17,10 @@ export class FifoForBench implements TaskScheduler {
       tasks.map((t) => ({ publicId: t.publicId, accountId: t.accountId, release: (t.releasesUsed ?? 0) + 1, traceParent: t.traceParent })),
     );
     return tasks.length;
+  }
+
+  async submitAndPlace(kind: TaskKind, tasks: readonly NewTask[]): Promise<{ joined: number; positions: Map<string, TaskPosition> }> {
+    return { joined: await this.submit(kind, tasks), positions: new Map() };
   }
 
   async report(): Promise<void> {}
@@ -57,6 +61,26 @@ export class FifoForBench implements TaskScheduler {
 
   async load(): Promise<Map<TaskKind, KindLoad>> {
     return new Map();
+  }
+
+  async cancelMany(kind: TaskKind, publicIds: readonly string[]): Promise<void> {
+    for (const publicId of publicIds) await this.queues.removeRun(kind, publicId, 1);
+  }
+
+  async positions(): Promise<Map<string, TaskPosition>> {
+    return new Map();
+  }
+
+  async waiting(): Promise<{ total: number; tasks: WaitingTask[] }> {
+    return { total: 0, tasks: [] };
+  }
+
+  async accountsOf(): Promise<AccountQueue[]> {
+    return [];
+  }
+
+  async accountGroups(): Promise<GroupLoad[]> {
+    return [];
   }
 
   async accountLoad(): Promise<AccountLoad> {

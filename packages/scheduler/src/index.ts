@@ -9,7 +9,7 @@ import type { TaskScheduler } from './task-scheduler';
 export { FairScheduler, MAX_ACCOUNT_CAP, SCHEDULER_PREFIX } from './fair-scheduler';
 export type { FairSchedulerOptions } from './fair-scheduler';
 export { FifoForBench } from './fifo-for-bench';
-export type { AccountLoad, IdleSlots, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskRunRef, TaskScheduler, WorkerReport } from './task-scheduler';
+export type { AccountLoad, AccountQueue, GroupLoad, IdleSlots, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskPosition, TaskRunRef, TaskScheduler, WaitingTask, WorkerReport } from './task-scheduler';
 
 /**
  * The scheduler every service uses, as configured: the fair scheduler (first-in-first-out only

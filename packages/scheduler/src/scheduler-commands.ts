@@ -22,16 +22,18 @@ export type ReleasedRun = z.output<typeof releasedRun>;
 
 /** The reply of a command that may release work. */
 function releasing<A extends z.ZodType>(answer: A): (raw: unknown) => Releasing<z.output<A>> {
-  const lists = jsonReply(z.object({ released: luaList(releasedRun), skipped: luaList(z.string()), answer: z.unknown() }));
+  const lists = jsonReply(z.object({ released: luaList(releasedRun), skipped: luaList(z.string()), expired: luaList(z.string()), answer: z.unknown() }));
   return (raw) => {
     const r = lists(raw);
-    return { released: r.released, skipped: r.skipped, answer: answer.parse(r.answer) };
+    return { released: r.released, skipped: r.skipped, expired: r.expired, answer: answer.parse(r.answer) };
   };
 }
 export interface Releasing<A> {
   released: ReleasedRun[];
   /** Entries found corrupt and dropped (the sweeper restores their tasks). */
   skipped: string[];
+  /** Pending tasks past their deadline, taken out of their lines instead of released (the expiry sweep expires them). */
+  expired: string[];
   answer: A;
 }
 
@@ -60,6 +62,8 @@ function releasingCommand<T, A extends z.ZodType>(command: string, own: (input: 
 }
 
 const stateName = z.enum(['pending', 'ready', 'active', 'delayed']);
+/** The fairness group of tasks without a key (not a character keys may hold). */
+export const NO_GROUP = '*';
 /** hand-back and retry: the state the task was in, or why nothing happened. */
 const runAnswer = z.union([stateName, z.literal('stale'), z.literal('unknown')]);
 const noArgs = (): never[] => [];
@@ -68,8 +72,20 @@ const noArgs = (): never[] => [];
 export const schedulerCommands = {
   submit: releasingCommand(
     'submit',
-    ({ kind, tasks }: { kind: string; tasks: readonly NewTask[] }) => [kind, ...tasks.flatMap((t) => [t.publicId, t.accountId, t.order, t.createdAt.getTime(), t.releasesUsed ?? 0])],
-    z.number(),
+    ({ kind, tasks }: { kind: string; tasks: readonly NewTask[] }) => [
+      kind,
+      ...tasks.flatMap((t) => [
+        t.publicId,
+        t.accountId,
+        t.order,
+        t.createdAt.getTime(),
+        t.releasesUsed ?? 0,
+        t.createdAt.getTime() - (t.priority ?? 0) * 1000,
+        t.expiresAt ? t.expiresAt.getTime() : 0,
+        t.fairnessKey ?? NO_GROUP,
+      ]),
+    ],
+    z.object({ joined: z.number(), positions: z.preprocess((v) => (Array.isArray(v) ? {} : v), z.record(z.string(), z.object({ ahead: z.number(), held_by_cap: z.boolean() }))) }),
   ),
   done: releasingCommand('done', ({ publicId }: { publicId: string }) => [publicId], z.enum(['done', 'unknown'])),
   handBack: releasingCommand('hand-back', ({ publicId, release }: { publicId: string; release: number }) => [publicId, release], runAnswer),
@@ -88,6 +104,42 @@ export const schedulerCommands = {
   leave: releasingCommand('leave', noArgs, z.number()),
   setCaps: releasingCommand('set-caps', ({ caps }: { caps: ReadonlyArray<readonly [string, number]> }) => caps.flat(), z.number()),
   recount: releasingCommand('recount', noArgs, z.number()),
+  cancelMany: releasingCommand(
+    'cancel-many',
+    ({ publicIds }: { publicIds: readonly string[] }) => publicIds,
+    luaList(z.object({ task: z.string(), outcome: z.union([z.literal('removed'), stateName, z.literal('unknown')]), release: z.number() })),
+  ),
+  position: scripts.define({
+    command: 'position',
+    keys: (input: { scope: SchedulerScope; publicIds: readonly string[] }) => tasksKey(input.scope),
+    args: ({ scope, publicIds }) => [...header(scope), ...publicIds],
+    reply: jsonReply(z.record(z.string(), z.object({ state: stateName, ahead: z.number(), held_by_cap: z.boolean() }))),
+  }),
+  waiting: scripts.define({
+    command: 'waiting',
+    keys: (input: { scope: SchedulerScope; kind: string; offset: number; count: number }) => tasksKey(input.scope),
+    args: ({ scope, kind, offset, count }) => [...header(scope), kind, offset, count],
+    reply: jsonReply(
+      z.object({
+        total: z.number(),
+        tasks: luaList(
+          z.object({ task: z.string(), account: z.string(), group: z.string(), created_ms: z.number(), effective_ms: z.number(), deadline_ms: z.number(), held_by_cap: z.boolean() }),
+        ).optional(),
+      }),
+    ),
+  }),
+  accounts: scripts.define({
+    command: 'accounts',
+    keys: (input: { scope: SchedulerScope; kind: string }) => tasksKey(input.scope),
+    args: ({ scope, kind }) => [...header(scope), kind],
+    reply: jsonReply(luaList(z.object({ account: z.string(), running: z.number(), waiting: z.number(), running_all_kinds: z.number(), cap: z.number() }))),
+  }),
+  accountGroups: scripts.define({
+    command: 'account-groups',
+    keys: (input: { scope: SchedulerScope; accountId: string }) => tasksKey(input.scope),
+    args: ({ scope, accountId }) => [...header(scope), accountId],
+    reply: jsonReply(z.record(z.string(), z.record(z.string(), z.object({ waiting: z.number(), running: z.number() })))),
+  }),
   lookup: scripts.define({
     command: 'lookup',
     keys: (input: { scope: SchedulerScope; publicIds: readonly string[] }) => tasksKey(input.scope),

@@ -14,6 +14,12 @@ export interface NewTask {
   releasesUsed?: number;
   /** The task's `traceparent` (docs/architecture.md, "Tracing"): its job is added in that trace. */
   traceParent?: string | undefined;
+  /** Seconds: within its account and kind, placed as if created that much earlier (default 0). */
+  priority?: number | null | undefined;
+  /** When it expires if it has not started (the scheduler never releases it after that). */
+  expiresAt?: Date | null | undefined;
+  /** Its account's tasks of a kind take turns across fairness keys (none: a group of their own). */
+  fairnessKey?: string | null | undefined;
 }
 
 /** One run of a task, as the worker that took its job knows it. */
@@ -69,6 +75,45 @@ export interface KindLoad {
   nowMs: number;
 }
 
+/** Where a queued task stands (docs/api.md, "Queue position"). */
+export interface TaskPosition {
+  state: SchedulerRecord['state'];
+  /** How many of its account's pending tasks of its kind and fairness key start before it (0 once released). */
+  ahead: number;
+  /** Its account is at its cap of running tasks. */
+  heldByCap: boolean;
+}
+
+/** A task waiting in its account's line (operators' views). */
+export interface WaitingTask {
+  publicId: string;
+  accountId: string;
+  fairnessKey: string | null;
+  createdAt: Date;
+  /** Seconds it was placed earlier than its creation (its priority). */
+  priority: number;
+  expiresAt: Date | null;
+  heldByCap: boolean;
+}
+
+/** One account's tasks of a kind, for `npm run admin -- queues`. */
+export interface AccountQueue {
+  accountId: string;
+  running: number;
+  waiting: number;
+  /** Its running tasks of every kind, and its cap on them. */
+  runningAllKinds: number;
+  cap: number;
+}
+
+/** One account's tasks of one kind and fairness key (null: none). */
+export interface GroupLoad {
+  kind: string;
+  fairnessKey: string | null;
+  waiting: number;
+  running: number;
+}
+
 /** One account's use of its cap. */
 export interface AccountLoad {
   /** Tasks in service (running, released to a worker, or waiting to retry). */
@@ -92,6 +137,8 @@ export interface TaskScheduler {
    * the sweeper's to repair: it re-adds a released task's missing job).
    */
   submit(kind: TaskKind, tasks: readonly NewTask[], opts?: { queued?: (jobs: Promise<void>) => void }): Promise<number>;
+  /** `submit`, also answering where each task stands once in its line (released ones: ahead 0). */
+  submitAndPlace(kind: TaskKind, tasks: readonly NewTask[], opts?: { queued?: (jobs: Promise<void>) => void }): Promise<{ joined: number; positions: Map<string, TaskPosition> }>;
   /** A worker's report alone: runs it started, its idle slots (at least every few seconds; a worker not heard from for 10 s is taken for gone). */
   report(report: WorkerReport): Promise<void>;
   /** The task ended, or its run found nothing to do: it leaves the scheduler and frees its place. */
@@ -123,4 +170,14 @@ export interface TaskScheduler {
   inService(kind: TaskKind): Promise<string[]>;
   load(): Promise<Map<TaskKind, KindLoad>>;
   accountLoad(accountId: string): Promise<AccountLoad>;
+  /** Cancelled tasks of one kind leave their lines (or the queue) at once, in one call per batch. */
+  cancelMany(kind: TaskKind, publicIds: readonly string[]): Promise<void>;
+  /** Where each of these tasks stands (unknown ones are left out). */
+  positions(publicIds: readonly string[]): Promise<Map<string, TaskPosition>>;
+  /** A page of a kind's waiting tasks: accounts served first, first; each account's in creation order. */
+  waiting(kind: TaskKind, offset: number, count: number): Promise<{ total: number; tasks: WaitingTask[] }>;
+  /** Every account with tasks of the kind running or waiting. */
+  accountsOf(kind: TaskKind): Promise<AccountQueue[]>;
+  /** One account's waiting and running tasks by kind and fairness key. */
+  accountGroups(accountId: string): Promise<GroupLoad[]>;
 }

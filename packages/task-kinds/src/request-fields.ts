@@ -31,11 +31,21 @@ export const intInRange = (min: number, max: number) =>
     .min(min, { error: `must be an integer from ${min} to ${max}` })
     .max(max, { error: `must be an integer from ${min} to ${max}` });
 
+/** A fairness key: the integrator's own end user, 1-64 characters. */
+export const FAIRNESS_KEY = /^[A-Za-z0-9._:@-]{1,64}$/;
+
 /** The fields every creation request may carry. */
 export const commonFields = {
   callback_url: httpsUrl.nullish(),
   // Any JSON value; the API stores and echoes its exact source text.
   payload: z.unknown().optional(),
+  // Steering (docs/api.md, "Order, lifetime and fairness inside an account"); null is the same as absent.
+  priority: intInRange(-86400, 86400).nullish(),
+  ttl_seconds: intInRange(1, 604800).nullish(),
+  fairness_key: z
+    .string({ error: 'must be a string of 1 to 64 characters from A-Z a-z 0-9 . _ : @ -' })
+    .regex(FAIRNESS_KEY, { error: 'must be a string of 1 to 64 characters from A-Z a-z 0-9 . _ : @ -' })
+    .nullish(),
 };
 
 /** The message when the body is not a JSON object. */

@@ -1,6 +1,7 @@
 import { CancelSystem } from './systems/cancel-system';
 import { CapacitySystem } from './systems/capacity-system';
 import { EnqueueSystem } from './systems/enqueue-system';
+import { ExpireSystem } from './systems/expire-system';
 import { RepairSystem } from './systems/repair-system';
 import { RunSystem, type RunSystemOptions } from './systems/run-system';
 import type { Cluster, Redis } from 'ioredis';
@@ -18,7 +19,8 @@ import { TransitionWriter } from './transition';
  * sweepers call it; nothing else writes a task's status, its marker or the scheduler.
  * - `enqueue`: a created task joins the scheduler (the API);
  * - `runs(…)`: start, progress, complete, fail, retry, hand back, skip (a worker's runs);
- * - `cancels`: cancel (the API);
+ * - `cancels`: cancel, one task or many (the API);
+ * - `expiry`: tasks past their `ttl_seconds` expire (every replica);
  * - `repair`: the sweeper, the end of a task whose job gave up, a reader's marker seed;
  * - `capacity`: the accounts' caps.
  */
@@ -27,8 +29,9 @@ export class TaskLifecycle {
   readonly cancels: CancelSystem;
   readonly repair: RepairSystem;
   readonly capacity: CapacitySystem;
+  readonly expiry: ExpireSystem;
   /** The scheduler's figures, for metrics and the console (reads only). */
-  readonly queueFigures: Pick<TaskScheduler, 'load' | 'accountLoad' | 'lookup' | 'inService'>;
+  readonly queueFigures: Pick<TaskScheduler, 'load' | 'accountLoad' | 'lookup' | 'inService' | 'positions' | 'waiting' | 'accountsOf' | 'accountGroups'>;
   private readonly writer: TransitionWriter;
 
   constructor(private readonly resources: LifecycleResources) {
@@ -37,8 +40,18 @@ export class TaskLifecycle {
     this.cancels = new CancelSystem(resources, this.writer);
     this.repair = new RepairSystem(resources, this.writer);
     this.capacity = new CapacitySystem(resources);
+    this.expiry = new ExpireSystem(resources, this.writer);
     const { scheduler } = resources.stores;
-    this.queueFigures = { load: () => scheduler.load(), accountLoad: (accountId) => scheduler.accountLoad(accountId), lookup: (ids) => scheduler.lookup(ids), inService: (kind) => scheduler.inService(kind) };
+    this.queueFigures = {
+      load: () => scheduler.load(),
+      accountLoad: (accountId) => scheduler.accountLoad(accountId),
+      lookup: (ids) => scheduler.lookup(ids),
+      inService: (kind) => scheduler.inService(kind),
+      positions: (ids) => scheduler.positions(ids),
+      waiting: (kind, offset, count) => scheduler.waiting(kind, offset, count),
+      accountsOf: (kind) => scheduler.accountsOf(kind),
+      accountGroups: (accountId) => scheduler.accountGroups(accountId),
+    };
   }
 
   /** A task's status in PostgreSQL, or null when it does not exist (a read). */
@@ -87,4 +100,17 @@ export function createTaskLifecycle(deps: LifecycleDeps): TaskLifecycle {
     logger: deps.logger,
     onFinished: deps.onFinished,
   });
+}
+
+/**
+ * The scheduler's figures alone (reads: no task changes state), for a process that only reports
+ * them (`npm run admin -- queues`).
+ */
+export function schedulerFigures(config: Pick<Config, 'accountMaxRunning' | 'benchFifoScheduling'>, redis: Redis | Cluster, logger: Pick<Logger, 'warn'>): Pick<TaskScheduler, 'accountsOf' | 'load'> {
+  const noQueues = {
+    addRuns: () => Promise.reject(new Error('the scheduler figures release nothing')),
+    removeRun: () => Promise.reject(new Error('the scheduler figures remove nothing')),
+  };
+  const scheduler = createTaskScheduler(config, redis, noQueues, logger);
+  return { accountsOf: (kind) => scheduler.accountsOf(kind), load: () => scheduler.load() };
 }

@@ -1,5 +1,5 @@
 // A private PostgreSQL primary with a synchronous standby, behind HAProxy, for the failover tests and
-// the chaos run (docs/high-availability.md, "PostgreSQL"). The machine's own binaries: initdb,
+// the chaos run (docs/high-availability.md, "PostgreSQL: a primary, a synchronous standby and a proxy"). The machine's own binaries: initdb,
 // pg_basebackup -R (the standby streams from the primary; the primary waits for it on every commit:
 // synchronous_standby_names = '*'), pg_ctl promote. HAProxy checks each node over HTTP the way it
 // checks Patroni's REST API (`GET /primary`: 200 only from the node that takes writes); the check

@@ -3,13 +3,13 @@ import { ModelWebhookTokens } from '@taskapi/crypto';
 import { createDatabase, type Database } from '@taskapi/db';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
-import { Batcher, describeRedisProblem, redisReadinessCheck, reportWhileWaitingForRedis, type RedisClient } from '@taskapi/service';
+import { Batcher, describeRedisProblem, redisReadinessCheck, reportWhileWaitingForRedis, runPeriodically, type Periodic, type RedisClient } from '@taskapi/service';
 import type { TlsOptions } from 'node:tls';
 import { createEgressClient, type EgressClient } from '@taskapi/egress';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
-import type { NewTask } from '@taskapi/scheduler';
+import type { NewTask, TaskPosition } from '@taskapi/scheduler';
 import { noteCancelledPrediction, e2eSeconds } from '@taskapi/domain';
-import { createTaskLifecycle, type TaskLifecycle } from '@taskapi/task-lifecycle';
+import { createTaskLifecycle, EXPIRY_SWEEP_MS, type TaskLifecycle } from '@taskapi/task-lifecycle';
 import type { TaskKind } from '@taskapi/task-kinds';
 import { TaskCreator } from './domain/create-task';
 import { FileLinks } from './domain/file-links';
@@ -66,13 +66,21 @@ export interface ApiDeps {
   taskEventTimings: TaskEventTimings;
   taskCreator: TaskCreator;
   /**
+   * Expires tasks past their `ttl_seconds` every EXPIRY_SWEEP_MS (one indexed statement on the
+   * primary, nothing found in the common case). Stopped by `close`.
+   */
+  expirySweep: Periodic;
+  /**
    * Every transition of a task the API makes (docs/architecture.md, "A task's life"): a created
    * task joining the scheduler, cancels, a reader's marker seed; and the scheduler's figures
    * (metrics, the console's concurrency).
    */
   taskLifecycle: TaskLifecycle;
-  /** Gives a committed task to the scheduler, batching concurrent ones per kind into one Redis round trip. */
-  enqueueTask(kind: TaskKind, task: NewTask): Promise<void>;
+  /**
+   * Gives a committed task to the scheduler, batching concurrent ones per kind into one Redis round
+   * trip; answers where it stands in its line (undefined when the scheduler does not say).
+   */
+  enqueueTask(kind: TaskKind, task: NewTask): Promise<TaskPosition | undefined>;
   rateLimiter: RateLimiter;
   sessions: SessionService;
   metrics: ApiMetrics;
@@ -156,13 +164,24 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
     // The API ends tasks only by cancelling them.
     onFinished: (task) => metrics.taskE2e.observe({ kind: task.kind, status: 'cancelled' }, e2eSeconds(task.created_at, task.finished_at)),
   });
+  // Tasks past their ttl_seconds expire within the sweep's interval on every replica (PostgreSQL
+  // decides, so replicas need no lock to agree, and a Redis loss changes nothing).
+  const expiry = runPeriodically({
+    name: 'task expiry',
+    intervalMs: EXPIRY_SWEEP_MS,
+    logger,
+    task: async () => {
+      const expired = await taskLifecycle.expiry.expireDue();
+      if (expired > 0) logger.info('tasks expired (not started within their ttl_seconds)', { count: expired });
+    },
+  });
   // A creation answers once its task is in its account's line; a job released for an idle worker
   // slot is added meanwhile (the sweeper re-adds one whose adding failed).
-  const enqueuer = new Batcher<TaskKind, NewTask, void>(async (kind, tasks) => {
-    await taskLifecycle.enqueue.submit(kind, tasks, {
+  const enqueuer = new Batcher<TaskKind, NewTask, TaskPosition | undefined>(async (kind, tasks) => {
+    const { positions } = await taskLifecycle.enqueue.submitAndPlace(kind, tasks, {
       queued: (jobs) => void jobs.catch((err: unknown) => logger.warn('released task jobs not added; the sweeper will add them', { kind, error: (err as Error).message })),
     });
-    return tasks.map(() => undefined);
+    return tasks.map((t) => positions.get(t.publicId));
   });
 
   return {
@@ -181,11 +200,12 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
     webhooks,
     egress,
     verifier,
-    taskReader: new TaskReader(new TaskReadCache(repos.tasks, taskLifecycle.repair, logger), redis),
+    taskReader: new TaskReader(new TaskReadCache(repos.tasks, taskLifecycle.repair, logger), redis, (ids) => taskLifecycle.queueFigures.positions(ids)),
     taskWaiters,
     taskEventTimings: { ...DEFAULT_TASK_EVENT_TIMINGS, ...opts.taskEventTimings },
     taskCreator: new TaskCreator(repos, store, (accountId, keyId) => verifier.activeTrialPrefixes(accountId, keyId)),
     taskLifecycle,
+    expirySweep: expiry,
     enqueueTask: (kind, task) => enqueuer.submit(kind, task),
     rateLimiter: new RateLimiter(redis),
     sessions: new SessionService(config.jwtSecret, redis),
@@ -193,6 +213,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
     apiVersions: opts.apiVersions ?? new ApiVersions(),
     lifecycle: { draining: false },
     async close() {
+      await expiry.stop();
       taskWaiters.close();
       await egress.close();
       await closeQueues([...Object.values(taskQueues.queues), webhooks.queue]);

@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createDatabase, type Database } from '@taskapi/db';
-import { TEST_DATABASE_URL, testEnv, uniqueEmail } from '@taskapi/testing';
+import { startPrivateRedis, TEST_DATABASE_URL, testEnv, uniqueEmail } from '@taskapi/testing';
+import { createKey, seedAccount, startApi, withKey } from './support/harness';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../../..');
@@ -122,6 +123,52 @@ describe('operator CLI (npm run admin)', () => {
       expect(res.stderr).toMatch(message);
     }
     expect((await db.prisma.account.findUniqueOrThrow({ where: { id: accountId } })).maxRunning).toBe(10000);
+  });
+
+  it('queues prints, per kind, what runs and what waits in the scheduler by account, most waiting first', async () => {
+    // A Redis of its own, so the lines hold only this test's tasks; no worker: every task waits.
+    const redis = await startPrivateRedis();
+    const env = { REDIS_URL: redis.url };
+    const api = await startApi(env);
+    try {
+      const [busy, quiet] = [await seedAccount(api, { credits: 100 }), await seedAccount(api, { credits: 100 })];
+      const busyKey = await createKey(api, busy, { type: 'paid' });
+      const quietKey = await createKey(api, quiet, { type: 'paid' });
+      // The busy account's own cap of 2: of its 3 waiting tasks, 1 is held by it.
+      await api.deps.taskLifecycle.capacity.setCaps(new Map([[busy.id, 2]]));
+      for (let i = 0; i < 3; i++) await api.req('POST', '/api/tasks/image-generation', { headers: withKey(busyKey), body: { prompt: `busy ${i}` } });
+      await api.req('POST', '/api/tasks/image-generation', { headers: withKey(quietKey), body: { prompt: 'quiet' } });
+
+      const all = await adminWith(env, 'queues');
+      expect({ code: all.code, stderr: all.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(all.stdout)).toEqual({
+        kinds: {
+          'video-generation': { running: 0, waiting: 0, accounts: [] },
+          'image-generation': {
+            running: 0,
+            waiting: 4,
+            accounts: [
+              { account_id: busy.id, email: busy.email, running: 0, waiting: 3, held_by_cap: 1 },
+              { account_id: quiet.id, email: quiet.email, running: 0, waiting: 1, held_by_cap: 0 },
+            ],
+          },
+          'face-detection': { running: 0, waiting: 0, accounts: [] },
+        },
+      });
+      const one = await adminWith(env, 'queues', '--kind', 'image-generation');
+      expect(Object.keys(JSON.parse(one.stdout).kinds)).toEqual(['image-generation']);
+      for (const [args, message] of [
+        [['queues', '--kind', 'poetry'], /--kind must be one of video-generation, image-generation, face-detection/],
+        [['queues', '--email', busy.email], /--email does not apply/],
+      ] as const) {
+        const res = await adminWith(env, ...args);
+        expect({ args, code: res.code, stdout: res.stdout }).toEqual({ args, code: 2, stdout: '' });
+        expect(res.stderr).toMatch(message);
+      }
+    } finally {
+      await api.close();
+      await redis.stop();
+    }
   });
 
   it('move-inputs-to-store copies images still held in PostgreSQL to the file store and clears them', async () => {

@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import { TASK_QUEUES, WEBHOOK_QUEUE } from '@taskapi/queue';
 import { API_ERRORS } from '../src/errors';
 import { BULL_BOARD_CSP, withoutForeignAssets } from '../src/routes/self-contained-board-adapter';
-import { startApi, type TestApi } from './support/harness';
+import { createKey, seedAccount, startApi, withKey, type TestApi } from './support/harness';
 
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
@@ -31,7 +31,44 @@ describe('Bull Board at /admin/queues', () => {
     const queues = await api.req('GET', '/admin/queues/api/queues', { headers: basic('ops', 'correct horse battery') });
     expect(queues.status).toBe(200);
     const names = (queues.body.queues as Array<{ name: string }>).map((q) => q.name).sort();
-    expect(names).toEqual([...Object.values(TASK_QUEUES).map((q) => q.name), WEBHOOK_QUEUE.name].sort());
+    // Each kind's queue (released and running jobs) and, beside it, its accounts' lines.
+    const lines = Object.keys(TASK_QUEUES).map((kind) => `{lines-${kind}}`);
+    expect(names).toEqual([...Object.values(TASK_QUEUES).map((q) => q.name), ...lines, WEBHOOK_QUEUE.name].sort());
+  });
+
+  it("shows the tasks waiting in the accounts' lines, read-only, with account, fairness key, priority, age and expiry", async () => {
+    const auth = basic('ops', 'correct horse battery');
+    const account = await seedAccount(api, { credits: 100 });
+    const key = await createKey(api, account, { type: 'paid' });
+    // No worker runs here: nothing is released, both tasks wait in the account's line.
+    const urgent = await api.req('POST', '/api/tasks/image-generation', { headers: withKey(key), body: { prompt: 'x', priority: 60, ttl_seconds: 600, fairness_key: 'user-9' } });
+    const plain = await api.req('POST', '/api/tasks/image-generation', { headers: withKey(key), body: { prompt: 'y' } });
+    const name = '{lines-image-generation}';
+    // The Redis database is shared with other test files' APIs: their tasks wait in the lines too.
+    const res = await api.req('GET', `/admin/queues/api/queues?activeQueue=${encodeURIComponent(name)}&status=waiting&page=1&jobsPerPage=1000`, { headers: auth });
+    expect(res.status).toBe(200);
+    const board = (res.body.queues as any[]).find((q) => q.name === name);
+    expect(board.readOnlyMode).toBe(true);
+    expect(board.counts.waiting).toBeGreaterThanOrEqual(2);
+    const mine = (board.jobs as any[]).filter((j) => j.data.account_id === account.id);
+    // The account's tasks in the order they will start: the one with a priority first.
+    expect(mine.map((j) => j.id)).toEqual([urgent.body.public_id, plain.body.public_id]);
+    expect(mine[0].data).toEqual({
+      account_id: account.id,
+      fairness_key: 'user-9',
+      priority: 60,
+      age_seconds: expect.any(Number),
+      expires_at: new Date(new Date(urgent.body.created_at).getTime() + 600_000).toISOString(),
+      held_by_account_cap: false,
+    });
+    expect(mine[1].data).toMatchObject({ fairness_key: null, priority: 0, expires_at: null });
+    // One task's page, and no action on the lines.
+    const job = await api.req('GET', `/admin/queues/api/queues/${encodeURIComponent(name)}/${plain.body.public_id}`, { headers: auth });
+    expect(job.status).toBe(200);
+    expect(job.body.job.id).toBe(plain.body.public_id);
+    const retry = await api.req('PUT', `/admin/queues/api/queues/${encodeURIComponent(name)}/${plain.body.public_id}/retry`, { headers: auth });
+    expect(retry.status).toBe(405);
+    expect((await api.req('PUT', `/admin/queues/api/queues/${encodeURIComponent(name)}/clean/waiting`, { headers: auth })).status).toBe(405);
   });
 });
 

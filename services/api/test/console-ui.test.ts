@@ -102,7 +102,7 @@ describe('console pages in a real browser', () => {
     await api.deps.db.prisma.trialGrant.update({ where: { id: emptyGrant }, data: { quotaRemaining: 0 } });
     // A task made before the browser arrives, so the dashboard has something to show.
     const setupKey = await createKey(api, account, { type: 'paid' });
-    const created = await api.req('POST', '/api/tasks/video-generation', { headers: withKey(setupKey), body: { prompt: 'a paper boat in the rain', duration_seconds: 3 } });
+    const created = await api.req('POST', '/api/tasks/video-generation', { headers: withKey(setupKey), body: { prompt: 'a paper boat in the rain', duration_seconds: 3, fairness_key: 'user-42' } });
     expect(created.status).toBe(201);
     seededTaskId = created.body.public_id;
     secrets.push(setupKey.plaintext, account.token);
@@ -161,6 +161,10 @@ describe('console pages in a real browser', () => {
     const recent = page.locator('#recent-tasks');
     await waitForText(recent, seededTaskId);
     await waitForText(recent.getByRole('row').filter({ hasText: seededTaskId }), 'queued');
+    // Waiting by fairness key: the queued video task under its key (no worker runs here).
+    const keys = page.locator('#fairness-keys');
+    await waitForText(keys, 'user-42');
+    expect((await keys.getByRole('row').filter({ hasText: 'user-42' }).innerText()).split(/\s+/)).toEqual(['video-generation', 'user-42', '1', '0']);
     await shot('dashboard');
 
     const phone = await context.newPage();

@@ -136,7 +136,7 @@ describe('credits under concurrency', () => {
     const account = await seedAccount(api, { credits: 100 });
     const key = await createKey(api, account, { type: 'paid' });
     const principal = { keyId: key.id, accountId: account.id, type: 'paid' as const, grantId: null, keyPrefix: key.prefix, apiVersion: '2026-11-01' };
-    const draft = (payloadText: string | null) => ({ kind: 'face-detection' as const, input: { image_url: 'https://img.example/a.png' }, payloadText, callbackUrl: null, upload: null });
+    const draft = (payloadText: string | null) => ({ kind: 'face-detection' as const, input: { image_url: 'https://img.example/a.png' }, payloadText, callbackUrl: null, upload: null, priority: null, ttlSeconds: null, fairnessKey: null });
     // Not valid JSON: impossible through HTTP validation, so it stands in for any statement failure.
     const results = await Promise.allSettled(
       [...Array(5).fill('{"ok":1}'), '{not json', ...Array(5).fill('{"ok":2}')].map((p: string) => api.deps.taskCreator.create(principal, draft(p), 1)),

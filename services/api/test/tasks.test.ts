@@ -26,7 +26,11 @@ const TASK_FIELDS = [
   'result',
   'files',
   'files_expired_at',
+  'priority',
+  'ttl_seconds',
+  'fairness_key',
   'progress',
+  'queue',
 ].sort();
 
 describe('tasks API', () => {

@@ -9,14 +9,17 @@
 --- @include "includes/moves"
 --- @include "includes/report"
 
-local counts, perKind, changed = {}, {}, {}
+local counts, perKind, perGroup, changed = {}, {}, {}, {}
 for _, kind in ipairs(KINDS) do
   perKind[kind] = {}
+  perGroup[kind] = {}
   for _, id in ipairs(rcall('ZRANGE', inserviceKey(kind), 0, -1)) do
     local r = decode(rcall('HGET', TASKS, id))
     if r and counted(r.state) and r.kind == kind then
       counts[r.acct] = (counts[r.acct] or 0) + 1
       perKind[kind][r.acct] = (perKind[kind][r.acct] or 0) + 1
+      perGroup[kind][r.acct] = perGroup[kind][r.acct] or {}
+      perGroup[kind][r.acct][r.group] = (perGroup[kind][r.acct][r.group] or 0) + 1
     else
       rcall('ZREM', inserviceKey(kind), id)
       skipped[#skipped + 1] = id
@@ -40,6 +43,34 @@ local function rewrite(key, want)
     end
   end
 end
+-- The fairness groups' counts, for every account that runs (or ran, by the old counts) tasks of a
+-- kind; a group whose count changed is placed again.
+local groupChanges = {}
+for _, kind in ipairs(KINDS) do
+  local accounts = {}
+  local flat = rcall('HGETALL', runningKindKey(kind))
+  for i = 1, #flat, 2 do accounts[flat[i]] = true end
+  for acct in pairs(perGroup[kind]) do accounts[acct] = true end
+  for acct in pairs(accounts) do
+    local want = perGroup[kind][acct] or {}
+    local gflat = rcall('HGETALL', groupRunningKey(kind, acct))
+    local have = {}
+    for i = 1, #gflat, 2 do have[gflat[i]] = tonumber(gflat[i + 1]) end
+    for g, n in pairs(have) do
+      if want[g] ~= n then
+        if want[g] then rcall('HSET', groupRunningKey(kind, acct), g, want[g]) else rcall('HDEL', groupRunningKey(kind, acct), g) end
+        groupChanges[#groupChanges + 1] = { kind, acct, g }
+      end
+    end
+    for g, n in pairs(want) do
+      if have[g] == nil then
+        rcall('HSET', groupRunningKey(kind, acct), g, n)
+        groupChanges[#groupChanges + 1] = { kind, acct, g }
+      end
+    end
+  end
+end
+for _, c in ipairs(groupChanges) do placeGroup(c[1], c[2], c[3]) end
 rewrite(RUNNING, counts)
 for _, kind in ipairs(KINDS) do rewrite(runningKindKey(kind), perKind[kind]) end
 runnings = {}

@@ -39,4 +39,4 @@ export interface LifecycleResources {
 
 export { StatusMarkers } from './status-markers';
 export { TaskRows } from './task-rows';
-export type { ClaimedTask, FinishedTask, FinishTaskInput, PendingTaskRow } from './task-rows';
+export type { CancelFilter, ClaimedTask, EndedTask, FinishedTask, FinishTaskInput, PendingTaskRow } from './task-rows';

@@ -147,6 +147,7 @@ WITH t AS (
   UPDATE tasks
      SET status = 10, started_at = COALESCE(started_at, now()), attempts = attempts + CASE WHEN status = 0 THEN 1 ELSE 0 END
    WHERE public_id = $1 AND status IN (0, 10)
+     AND (status = 10 OR started_at IS NOT NULL OR expires_at IS NULL OR expires_at > now())
   RETURNING id, public_id, account_id, kind, created_at, input, attempts, trace_parent
 )
 SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.created_at, t.input::text AS input, t.attempts, t.trace_parent,
@@ -167,11 +168,11 @@ SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.crea
   }),
 );
 
+// `started_at` stays: a task that has started is never expired (docs/api.md, "Order, lifetime and fairness inside an account").
 const HAND_BACK_SQL = `
 UPDATE tasks
    SET status = 0,
-       attempts = GREATEST(attempts - 1, 0),
-       started_at = CASE WHEN attempts <= 1 THEN NULL ELSE started_at END
+       attempts = GREATEST(attempts - 1, 0)
  WHERE public_id = $1 AND status = 10 AND attempts = $2`;
 
 const REQUEUE_FOR_RETRY_SQL = `
@@ -182,12 +183,20 @@ const STATUS = statement('worker-task-status', 'SELECT status FROM tasks WHERE p
 
 const PENDING_PAGE = statement(
   'worker-sweep-tasks',
-  `SELECT id::text AS id, public_id, account_id, created_at FROM tasks
+  `SELECT id::text AS id, public_id, account_id, created_at, priority, expires_at, fairness_key FROM tasks
     WHERE finished_at IS NULL AND status IN (0, 10) AND created_at < now() - make_interval(secs => $2::float8 / 1000)
       AND kind::text = $1
       AND ($3::timestamptz IS NULL OR (created_at, id) > ($3::timestamptz, $4::bigint))
     ORDER BY created_at, id LIMIT $5`,
-  z.object({ id: z.string(), public_id: z.string(), account_id: z.string(), created_at: z.date() }),
+  z.object({
+    id: z.string(),
+    public_id: z.string(),
+    account_id: z.string(),
+    created_at: z.date(),
+    priority: z.number().nullable(),
+    expires_at: z.date().nullable(),
+    fairness_key: z.string().nullable(),
+  }),
 );
 export type PendingTaskRow = z.output<typeof PENDING_PAGE.row>;
 
@@ -196,6 +205,126 @@ const STILL_PENDING = statement(
   'SELECT public_id FROM tasks WHERE public_id = ANY($1::text[]) AND status IN (0, 10)',
   z.object({ public_id: z.string() }),
 );
+
+// Ending many tasks in one statement (bulk cancel, expiry): each row as `finishTask` would, the
+// refunds summed per payer and per key and day before they are applied (one row update each),
+// the balances before the spend (the order create_tasks locks them in, so neither waits for the
+// other in a cycle).
+// A finished task's row without a webhook delivery (these transitions send none).
+const ENDED_ROW = FinishedTaskRow.omit({ delivery_id: true });
+export type EndedTask = z.output<typeof ENDED_ROW>;
+
+const REFUNDS_OF_ENDED = `
+refund AS (
+  INSERT INTO credit_ledger (account_id, grant_id, task_id, entry_type, amount)
+  SELECT account_id, grant_id, id, 'refund', cost FROM t WHERE t.cost > 0
+  ON CONFLICT (task_id, entry_type) DO NOTHING
+  RETURNING task_id, account_id, grant_id, amount
+),
+paid AS (
+  UPDATE accounts a SET paid_balance = a.paid_balance + r.total
+    FROM (SELECT account_id, sum(amount)::int AS total FROM refund WHERE grant_id IS NULL GROUP BY account_id) r
+   WHERE a.id = r.account_id
+  RETURNING a.id
+),
+trial AS (
+  UPDATE trial_grants g SET quota_remaining = g.quota_remaining + r.total
+    FROM (SELECT grant_id, sum(amount)::int AS total FROM refund WHERE grant_id IS NOT NULL GROUP BY grant_id) r
+   WHERE g.id = r.grant_id
+  RETURNING g.id
+),
+spend AS (
+  UPDATE api_key_spend s SET spent = GREATEST(s.spent - r.total, 0)
+    FROM (SELECT COALESCE(k.spend_key_id, k.id) AS key_id, (t.created_at AT TIME ZONE 'UTC')::date AS day, sum(f.amount) AS total
+            FROM refund f JOIN t ON t.id = f.task_id JOIN api_keys k ON k.id = t.api_key_id
+           GROUP BY 1, 2) r
+   WHERE s.key_id = r.key_id AND s.day = r.day
+     -- After the balances (the order create_tasks locks them in): reading them makes this wait.
+     AND EXISTS (SELECT 1 FROM paid UNION ALL SELECT 1 FROM trial)
+  RETURNING s.key_id
+)
+SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.status, t.created_at, t.finished_at,
+       COALESCE(f.amount, 0)::int AS refunded
+  FROM t LEFT JOIN refund f ON f.task_id = t.id
+ ORDER BY t.id`;
+
+// Queued, never started, past its deadline: status 40 with `expired`, refunded; at most $1 a call,
+// soonest first. SKIP LOCKED: a task being claimed or cancelled right now is that one's.
+const EXPIRE_DUE = statement(
+  'lifecycle-expire-due',
+  `
+WITH due AS (
+  SELECT id FROM tasks
+   WHERE status = 0 AND expires_at IS NOT NULL AND expires_at <= now() AND started_at IS NULL
+   ORDER BY expires_at
+   LIMIT $1
+   FOR UPDATE SKIP LOCKED
+),
+t AS (
+  UPDATE tasks SET status = 40, error_code = 'expired', error_message = $2, finished_at = now()
+    FROM due
+   WHERE tasks.id = due.id AND tasks.status = 0 AND tasks.started_at IS NULL
+  RETURNING tasks.id, tasks.public_id, tasks.account_id, tasks.grant_id, tasks.api_key_id, tasks.cost, tasks.status, tasks.kind, tasks.created_at, tasks.finished_at
+),
+${REFUNDS_OF_ENDED}`,
+  ENDED_ROW,
+);
+
+// The account's tasks of `ids` still queued or processing: status 40, refunded, each keeping the
+// progress given for it (the running ones': what they had reached). The tasks are found by their
+// public ids alone and only then checked for account and status: with the account and status in
+// the same scan, stale statistics (a burst since the last ANALYZE) let the planner walk the
+// account's whole backlog through tasks_account_id_status_id_idx (test/db/hot-statement-plans.test.ts).
+// The UPDATE re-checks the status under the row lock.
+const CANCEL_MANY = statement(
+  'lifecycle-cancel-many',
+  `
+WITH found AS MATERIALIZED (
+  SELECT tasks.id, tasks.account_id, tasks.status, p.progress
+    FROM unnest($2::text[], $3::real[]) AS p(public_id, progress)
+    JOIN tasks ON tasks.public_id = p.public_id
+),
+picked AS (
+  SELECT id, progress FROM found WHERE account_id = $1 AND status IN (0, 10)
+),
+t AS (
+  UPDATE tasks SET status = 40, finished_at = now(), progress = picked.progress
+    FROM picked
+   WHERE tasks.id = picked.id AND tasks.status IN (0, 10)
+  RETURNING tasks.id, tasks.public_id, tasks.account_id, tasks.grant_id, tasks.api_key_id, tasks.cost, tasks.status, tasks.kind, tasks.created_at, tasks.finished_at
+),
+${REFUNDS_OF_ENDED}`,
+  ENDED_ROW,
+);
+
+const CANCEL_CANDIDATES = statement(
+  'lifecycle-cancel-candidates',
+  `SELECT id::text AS id, public_id, status FROM tasks
+    WHERE account_id = $1 AND status IN (0, 10)
+      AND ($2::task_kind IS NULL OR kind = $2::task_kind)
+      AND ($3::int IS NULL OR status = $3::int)
+      AND ($4::text IS NULL OR fairness_key = $4::text)
+      AND ($5::bigint IS NULL OR id > $5::bigint)
+    ORDER BY tasks.id LIMIT $6`,
+  z.object({ id: z.string(), public_id: z.string(), status: z.number() }),
+);
+
+const STATUSES_OF = statement(
+  'lifecycle-statuses-of',
+  // By public id alone, then the account (as CANCEL_MANY, for the same reason).
+  `WITH found AS MATERIALIZED (
+     SELECT tasks.public_id, tasks.account_id, tasks.status FROM unnest($2::text[]) AS p(public_id) JOIN tasks ON tasks.public_id = p.public_id
+   )
+   SELECT public_id, status FROM found WHERE account_id = $1`,
+  z.object({ public_id: z.string(), status: z.number() }),
+);
+
+/** What a bulk cancel's filter matches: every non-terminal task of the account, narrowed by these. */
+export interface CancelFilter {
+  kind?: TaskKind | undefined;
+  status?: 0 | 10 | undefined;
+  fairnessKey?: string | undefined;
+}
 
 /** The task statements of the lifecycle, on one pool (or a test's failing stand-in for it). */
 export class TaskRows {
@@ -260,6 +389,33 @@ export class TaskRows {
   /** One keyset page of a kind's tasks still queued or processing, created more than `graceMs` ago, oldest first. */
   pendingPage(kind: TaskKind, graceMs: number, after: { createdAt: Date; id: string } | null, limit: number): Promise<PendingTaskRow[]> {
     return queryRows(this.db, PENDING_PAGE, [kind, graceMs, after?.createdAt ?? null, after?.id ?? null, limit]);
+  }
+
+  /**
+   * Expires up to `limit` queued tasks past their deadline that never started (status 40,
+   * `error_code` `expired` with `message`, refunded in full). Soonest first.
+   */
+  expireDue(limit: number, message: string): Promise<EndedTask[]> {
+    return queryRows(this.db, EXPIRE_DUE, [limit, message]);
+  }
+
+  /**
+   * Cancels those of the account's tasks `publicIds` still queued or processing (status 40,
+   * refunded in full, no webhook), each keeping `progress[i]` (null: none). Returns the ones it
+   * cancelled.
+   */
+  cancelMany(accountId: string, publicIds: readonly string[], progress: ReadonlyArray<number | null>): Promise<EndedTask[]> {
+    return queryRows(this.db, CANCEL_MANY, [accountId, publicIds, progress]);
+  }
+
+  /** The next `limit` of the account's non-terminal tasks matching `filter`, after `afterId`, oldest first. */
+  cancelCandidates(accountId: string, filter: CancelFilter, afterId: string | null, limit: number): Promise<Array<{ id: string; public_id: string; status: number }>> {
+    return queryRows(this.db, CANCEL_CANDIDATES, [accountId, filter.kind ?? null, filter.status ?? null, filter.fairnessKey ?? null, afterId, limit]);
+  }
+
+  /** The statuses of those of `publicIds` that are the account's (unknown ones left out). */
+  async statusesOf(accountId: string, publicIds: readonly string[]): Promise<Map<string, number>> {
+    return new Map((await queryRows(this.db, STATUSES_OF, [accountId, publicIds])).map((r) => [r.public_id, r.status]));
   }
 
   /** Which of these tasks are still queued or processing. */

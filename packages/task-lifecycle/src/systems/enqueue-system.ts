@@ -1,4 +1,4 @@
-import type { NewTask } from '@taskapi/scheduler';
+import type { NewTask, TaskPosition } from '@taskapi/scheduler';
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { LifecycleResources } from '../stores';
 
@@ -18,5 +18,10 @@ export class EnqueueSystem {
    */
   submit(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<number> {
     return this.r.stores.scheduler.submit(kind, tasks, opts);
+  }
+
+  /** `submit`, answering where each task stands in its line (for the creation's answer). */
+  submitAndPlace(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<{ joined: number; positions: Map<string, TaskPosition> }> {
+    return this.r.stores.scheduler.submitAndPlace(kind, tasks, opts);
   }
 }

@@ -122,7 +122,17 @@ export class RepairSystem {
         }
       }
       if (lost.length > 0) {
-        const tasks = lost.map(({ row, releasesUsed }) => ({ publicId: row.public_id, accountId: row.account_id, order: row.id, createdAt: row.created_at, releasesUsed }));
+        // Restored in their places: by order, priority, deadline and fairness key, as created.
+        const tasks = lost.map(({ row, releasesUsed }) => ({
+          publicId: row.public_id,
+          accountId: row.account_id,
+          order: row.id,
+          createdAt: row.created_at,
+          releasesUsed,
+          priority: row.priority,
+          expiresAt: row.expires_at,
+          fairnessKey: row.fairness_key,
+        }));
         result.requeued += await scheduler.submit(kind, tasks);
       }
       if (retaken.length > 0) {

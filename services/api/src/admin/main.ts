@@ -5,8 +5,13 @@ import { loadConfig, type Config } from '@taskapi/config';
 import { MAX_ACCOUNT_CAP } from '@taskapi/scheduler';
 import { createDatabase } from '@taskapi/db';
 import { createFileStore } from '@taskapi/file-store';
+import { createLogger } from '@taskapi/logger';
+import { createRedisClient } from '@taskapi/service';
+import { schedulerFigures } from '@taskapi/task-lifecycle';
+import { isTaskKind, TASK_KINDS } from '@taskapi/task-kinds';
 import { addCredits, createAccount, grantTrial, setMaxRunning } from '../domain/accounts';
 import { moveInputsToStore } from '../domain/move-inputs-to-store';
+import { queueReport } from '../domain/queue-report';
 import { createRepositories, type Repositories } from '../repositories';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
@@ -20,7 +25,9 @@ Commands:
                  ACCOUNT_MAX_RUNNING → {"account_id","max_running"}; workers apply it
                  within seconds
   move-inputs-to-store   copy uploaded images still held in PostgreSQL to the file store
-                         (run once every worker runs this release) → {"moved"}`;
+                         (run once every worker runs this release) → {"moved"}
+  queues [--kind K]      what runs and what waits in the scheduler, per kind and account
+                         → {"kinds":{"<kind>":{"running","waiting","accounts":[...]}}}`;
 
 class UsageError extends Error {}
 
@@ -47,6 +54,7 @@ const OPTIONS = {
   'expires-at': { type: 'string' },
   max: { type: 'string' },
   reset: { type: 'boolean' },
+  kind: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -56,6 +64,7 @@ const ALLOWED: Record<string, ReadonlyArray<keyof typeof OPTIONS>> = {
   'grant-trial': ['email', 'quota', 'expires-in-days', 'expires-at'],
   'set-max-running': ['email', 'max', 'reset'],
   'move-inputs-to-store': [],
+  queues: ['kind'],
 };
 
 async function run(argv: string[]): Promise<unknown> {
@@ -76,6 +85,22 @@ async function run(argv: string[]): Promise<unknown> {
     if (!allowed.includes(name as keyof typeof OPTIONS)) throw new UsageError(`--${name} does not apply to ${command}`);
   }
   const opt = (name: keyof typeof OPTIONS) => values[name] as string | undefined;
+
+  if (command === 'queues') {
+    const kind = opt('kind');
+    if (kind !== undefined && !isTaskKind(kind)) throw new UsageError(`--kind must be one of ${TASK_KINDS.join(', ')}`);
+    const config = loadConfig();
+    const logger = createLogger({ service: 'admin', level: 'warn' });
+    const redis = createRedisClient(config, { connectionName: 'taskapi-admin', maxRetriesPerRequest: 1 });
+    redis.on('error', () => undefined);
+    const db = createDatabase({ url: config.databaseUrl, poolSize: 2, applicationName: 'taskapi-admin' });
+    try {
+      return await queueReport(schedulerFigures(config, redis, logger), createRepositories(db).accounts, kind === undefined ? undefined : [kind]);
+    } finally {
+      redis.disconnect();
+      await db.close();
+    }
+  }
 
   if (command === 'move-inputs-to-store') {
     const config = loadConfig();

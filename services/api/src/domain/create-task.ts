@@ -1,4 +1,5 @@
 import { isDatabaseUnavailable } from '@taskapi/db';
+import type { NewTask as SchedulerTask } from '@taskapi/scheduler';
 import { BatchedStatement } from '@taskapi/service';
 import { newId } from '@taskapi/ids';
 import { TaskStatus } from '@taskapi/domain';
@@ -218,6 +219,23 @@ function newTask(principal: KeyPrincipal, draft: TaskDraft, cost: number, traceP
     cost,
     upload: null,
     traceParent: traceParent ?? null,
+    priority: draft.priority,
+    ttlSeconds: draft.ttlSeconds,
+    fairnessKey: draft.fairnessKey,
+  };
+}
+
+/** What the scheduler needs of a task just created (its place: order, priority, deadline, fairness key). */
+export function scheduledTask(row: TaskRow, accountId: string, traceParent: string | undefined): SchedulerTask {
+  return {
+    publicId: row.public_id,
+    accountId,
+    order: row.id,
+    createdAt: row.created_at,
+    traceParent,
+    priority: row.priority,
+    expiresAt: row.expires_at,
+    fairnessKey: row.fairness_key,
   };
 }
 
@@ -241,6 +259,11 @@ function createdRow(task: NewTask, id: string, createdAt: Date): TaskRow {
     result: null,
     files: '[]',
     files_expired_at: null,
+    priority: task.priority,
+    ttl_seconds: task.ttlSeconds,
+    // As create_tasks sets it: by the same clock as created_at.
+    expires_at: task.ttlSeconds === null ? null : new Date(createdAt.getTime() + task.ttlSeconds * 1000),
+    fairness_key: task.fairnessKey,
   };
 }
 

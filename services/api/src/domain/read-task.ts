@@ -1,17 +1,22 @@
 import { TaskStatus, taskProgressKey, taskStatusMarkerKey } from '@taskapi/domain';
+import type { TaskPosition } from '@taskapi/scheduler';
 import type { RedisClient } from '@taskapi/service';
 import type { KeyPrincipal } from './principal';
 import type { TaskReadCache } from './task-read-cache';
-import { taskProgress, type TaskRow } from './task-view';
+import { taskProgress, type TaskQueue, type TaskRow } from './task-view';
 
 /** `GET /api/tasks/{publicId}` and its files: the reads integrators poll (`rest` is what follows the id). */
 const TASK_READ_PATH = /^\/api\/tasks\/(task_[A-Za-z0-9]{22})(\/files\/.*|\/?)$/;
 
-/** A task as the API shows it: its row and its `progress` (see `taskProgress`). */
+/** A task as the API shows it: its row, its `progress` (see `taskProgress`) and, queued, its place. */
 export interface TaskSnapshot {
   row: TaskRow;
   progress: number | null;
+  queue: TaskQueue | null;
 }
+
+/** Where queued tasks stand, from the scheduler (unknown ones left out). */
+export type QueuePositions = (publicIds: readonly string[]) => Promise<Map<string, TaskPosition>>;
 
 /** Values the rate limiter read at `prefetchKeys`, in that order (null: absent). */
 export type Prefetched = ReadonlyArray<string | null>;
@@ -30,7 +35,23 @@ export class TaskReader {
   constructor(
     private readonly cache: TaskReadCache,
     private readonly redis: Pick<RedisClient, 'get' | 'mget'>,
+    private readonly positions: QueuePositions = async () => new Map(),
   ) {}
+
+  /**
+   * The places of the queued ones among `rows`: one scheduler call (a rank in a sorted set each,
+   * however long the line), none when no row is queued. Without Redis, none (`queue` is null).
+   */
+  async queuesOf(rows: readonly TaskRow[]): Promise<Map<string, TaskQueue>> {
+    const queued = rows.filter((r) => r.status === TaskStatus.queued).map((r) => r.public_id);
+    if (queued.length === 0) return new Map();
+    const found = await this.positions(queued).catch(() => new Map<string, TaskPosition>());
+    return new Map([...found].map(([id, p]) => [id, { ahead: p.ahead, heldByAccountCap: p.heldByCap }]));
+  }
+
+  private async snapshot(row: TaskRow, progress: number | null): Promise<TaskSnapshot> {
+    return { row, progress, queue: row.status === TaskStatus.queued ? ((await this.queuesOf([row])).get(row.public_id) ?? null) : null };
+  }
 
   /**
    * The Redis keys to read along with the rate limit of this request, if it reads one task: its
@@ -52,7 +73,7 @@ export class TaskReader {
    */
   async read(principal: KeyPrincipal, publicId: string, prefetched: Prefetched | undefined): Promise<TaskSnapshot | null> {
     const row = await this.cache.get(principal.accountId, publicId, markerStatus(prefetched?.[0]));
-    return row && { row, progress: taskProgress(row, prefetched?.[1]) };
+    return row && this.snapshot(row, taskProgress(row, prefetched?.[1]));
   }
 
   /**
@@ -72,7 +93,7 @@ export class TaskReader {
       this.inFlight.set(key, read);
     }
     const row = await read;
-    return row && { row, progress: taskProgress(row, progressValue) };
+    return row && this.snapshot(row, taskProgress(row, progressValue));
   }
 
   /** The progress of a task known to be running, from its Redis key alone (no row is read). */
@@ -88,7 +109,8 @@ export class TaskReader {
     const running = rows.filter((r) => r.status === TaskStatus.processing);
     const values = running.length === 0 ? [] : await this.redis.mget(...running.map((r) => taskProgressKey(accountId, r.public_id)));
     const byId = new Map(running.map((r, i) => [r.public_id, values[i]]));
-    return rows.map((row) => ({ row, progress: taskProgress(row, byId.get(row.public_id)) }));
+    const queues = await this.queuesOf(rows);
+    return rows.map((row) => ({ row, progress: taskProgress(row, byId.get(row.public_id)), queue: queues.get(row.public_id) ?? null }));
   }
 
   /** Keeps a row this process just wrote (a cancellation). */

@@ -157,7 +157,7 @@ export class TaskEventStream {
   private async readProgress(): Promise<TaskSnapshot | null> {
     const row = this.current!.row;
     if (row.status !== TaskStatus.processing) return this.deps.taskReader.readCurrent(this.accountId, this.publicId);
-    return { row, progress: await this.deps.taskReader.readProgress(this.accountId, row) };
+    return { row, progress: await this.deps.taskReader.readProgress(this.accountId, row), queue: null };
   }
 
   private async step(read: () => Promise<TaskSnapshot | null>): Promise<void> {

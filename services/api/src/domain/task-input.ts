@@ -51,6 +51,10 @@ export interface TaskDraft {
   payloadText: string | null;
   callbackUrl: string | null;
   upload: ImageUpload | null;
+  /** Steering (docs/api.md, "Order, lifetime and fairness inside an account"): null when not given. */
+  priority: number | null;
+  ttlSeconds: number | null;
+  fairnessKey: string | null;
 }
 
 /**
@@ -59,9 +63,12 @@ export interface TaskDraft {
  * `fieldPrefix` goes before field names in errors (`tasks[3].` for an item of a batch).
  */
 export function draftTask(kind: TaskKind, body: Record<string, unknown>, rawBody: string, fieldPrefix = ''): TaskDraft {
-  const { callback_url, payload, ...params } = body as {
+  const { callback_url, payload, priority, ttl_seconds, fairness_key, ...params } = body as {
     callback_url?: string | null;
     payload?: unknown;
+    priority?: number | null;
+    ttl_seconds?: number | null;
+    fairness_key?: string | null;
     image_url?: string;
     image_base64?: string;
   };
@@ -83,5 +90,5 @@ export function draftTask(kind: TaskKind, body: Record<string, unknown>, rawBody
   } else if (kind === 'face-detection') {
     input = { image_url: params.image_url };
   }
-  return { kind, input, payloadText, callbackUrl: callback_url ?? null, upload };
+  return { kind, input, payloadText, callbackUrl: callback_url ?? null, upload, priority: priority ?? null, ttlSeconds: ttl_seconds ?? null, fairnessKey: fairness_key ?? null };
 }

@@ -5,6 +5,7 @@ import type { TaskRepository, TaskRow } from '../repositories/tasks';
 export interface ListTasksQuery {
   statuses?: number[];
   kind?: TaskKind;
+  fairnessKey?: string;
   limit: number;
   /** public_id of the last task of the previous page. */
   cursor?: string;
@@ -23,7 +24,7 @@ export async function listTasks(
     beforeId = id;
   }
   // One row more than the page tells whether there is a next page.
-  const rows = await tasks.list(accountId, { statuses: q.statuses, kind: q.kind, beforeId, limit: q.limit + 1 });
+  const rows = await tasks.list(accountId, { statuses: q.statuses, kind: q.kind, fairnessKey: q.fairnessKey, beforeId, limit: q.limit + 1 });
   const page = rows.slice(0, q.limit);
   return { rows: page, nextCursor: rows.length > q.limit ? (page[page.length - 1]?.public_id ?? null) : null };
 }

@@ -41,12 +41,22 @@ export function taskProgress(row: TaskRow, running: string | null | undefined): 
   }
 }
 
+/** A queued task's place (docs/api.md, "Queue position"); null in every other status. */
+export interface TaskQueue {
+  /** How many of the account's queued tasks of the same kind and fairness key start before it. */
+  ahead: number;
+  /** The account is at its cap of running tasks. */
+  heldByAccountCap: boolean;
+}
+
 /**
  * The public task JSON. Built as text so that `payload` (and `input`/`result`) are emitted exactly
- * as stored, never re-serialized. `progress` (see `taskProgress`) is the last member.
+ * as stored, never re-serialized. `progress` (see `taskProgress`) and `queue` are the last members:
+ * they change without the row.
  */
-export function renderTask(row: TaskRow, urlOf: FileUrlOf, progress: number | null): string {
-  return `${renderedRow(row, urlOf)},"progress":${progress === null ? 'null' : progress}}`;
+export function renderTask(row: TaskRow, urlOf: FileUrlOf, progress: number | null, queue: TaskQueue | null = null): string {
+  const place = queue === null || row.status !== TaskStatus.queued ? 'null' : `{"ahead":${queue.ahead},"held_by_account_cap":${queue.heldByAccountCap}}`;
+  return `${renderedRow(row, urlOf)},"progress":${progress === null ? 'null' : progress},"queue":${place}}`;
 }
 
 /** Everything of the task JSON but `progress` and the closing brace: all of it comes from the row. */
@@ -89,6 +99,9 @@ function render(row: TaskRow, urlOf: FileUrlOf): string {
     `,"finished_at":${iso(row.finished_at)}` +
     `,"result":${row.result ?? 'null'}` +
     `,"files":${JSON.stringify(files)}` +
-    `,"files_expired_at":${iso(row.files_expired_at)}`
+    `,"files_expired_at":${iso(row.files_expired_at)}` +
+    `,"priority":${row.priority ?? 'null'}` +
+    `,"ttl_seconds":${row.ttl_seconds ?? 'null'}` +
+    `,"fairness_key":${row.fairness_key === null ? 'null' : JSON.stringify(row.fairness_key)}`
   );
 }

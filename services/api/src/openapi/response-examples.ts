@@ -24,10 +24,14 @@ const queuedImage = {
   result: null,
   files: [],
   files_expired_at: null,
+  priority: null,
+  ttl_seconds: null,
+  fairness_key: null,
   progress: null,
+  queue: { ahead: 3, held_by_account_cap: false },
 };
 
-const runningImage = { ...queuedImage, status: 10, started_at: '2026-01-01T00:00:00.412Z', progress: 0.42 };
+const runningImage = { ...queuedImage, status: 10, started_at: '2026-01-01T00:00:00.412Z', progress: 0.42, queue: null };
 
 const completedImage = {
   ...runningImage,
@@ -44,6 +48,10 @@ const queuedVideo = {
   kind: 'video-generation',
   input: { prompt: 'waves rolling onto a beach', duration_seconds: 4 },
   cost: 10,
+  priority: 600,
+  ttl_seconds: 3600,
+  fairness_key: 'user-42',
+  queue: { ahead: 0, held_by_account_cap: true },
 };
 
 const failedVideo = {
@@ -54,6 +62,7 @@ const failedVideo = {
   started_at: '2026-01-01T00:00:00.380Z',
   finished_at: '2026-01-01T00:00:02.915Z',
   progress: 0.35,
+  queue: null,
 };
 
 const completedFaces = {
@@ -69,9 +78,11 @@ const completedFaces = {
   finished_at: '2026-01-01T00:00:00.655Z',
   result: { face_coordinates: [{ x: 120, y: 64, width: 88, height: 96, score: 0.97 }] },
   progress: 1,
+  queue: null,
 };
 
-const cancelledImage = { ...queuedImage, status: 40, finished_at: '2026-01-01T00:00:00.250Z' };
+const cancelledImage = { ...queuedImage, status: 40, finished_at: '2026-01-01T00:00:00.250Z', queue: null };
+const queuedFaces = { ...completedFaces, status: 0, started_at: null, finished_at: null, result: null, files: [], progress: null, queue: { ahead: 0, held_by_account_cap: false } };
 
 const taskExamples = (created: unknown, finished: unknown): Examples => ({
   queued: { summary: 'Created and queued (status 0)', value: created },
@@ -220,14 +231,14 @@ const usage = {
 export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
   createVideoTask: { 201: taskExamples(queuedVideo, failedVideo) },
   createImageTask: { 201: taskExamples(queuedImage, completedImage) },
-  createFaceDetectionTask: { 201: taskExamples({ ...completedFaces, status: 0, started_at: null, finished_at: null, result: null, progress: null }, completedFaces) },
+  createFaceDetectionTask: { 201: taskExamples(queuedFaces, completedFaces) },
   createVideoTaskBatch: { 201: { created: { summary: 'Two tasks, in request order', value: { data: [queuedVideo, { ...queuedVideo, public_id: 'task_5Rt7Yu9Io2Pa4Sd6Fg8Hj1' }] } } } },
   createImageTaskBatch: { 201: { created: { summary: 'Two tasks, in request order', value: { data: [queuedImage, { ...queuedImage, public_id: 'task_5Rt7Yu9Io2Pa4Sd6Fg8Hj1' }] } } } },
   createFaceDetectionTaskBatch: {
     201: {
       created: {
         summary: 'Two tasks, in request order',
-        value: { data: [0, 1].map((i) => ({ ...completedFaces, public_id: `task_5Rt7Yu9Io2Pa4Sd6Fg8Hj${i}`, status: 0, started_at: null, finished_at: null, result: null, files: [], progress: null })) },
+        value: { data: [0, 1].map((i) => ({ ...queuedFaces, public_id: `task_5Rt7Yu9Io2Pa4Sd6Fg8Hj${i}`, queue: { ahead: i, held_by_account_cap: false } })) },
       },
     },
   },
@@ -235,6 +246,22 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
   getTask: { 200: getTask },
   getTaskEvents: { 200: taskEvents },
   cancelTask: { 200: { cancelled: { summary: 'Cancelled (status 40, cost refunded)', value: cancelledImage } } },
+  cancelTasks: {
+    200: {
+      ids: {
+        summary: 'By ids: what became of each, in their order',
+        value: {
+          cancelled: 1,
+          results: [
+            { public_id: TASK_ID, outcome: 'cancelled' },
+            { public_id: 'task_1Az2Sx3Dc4Fv5Gb6Hn7Jm8', outcome: 'already_finished' },
+            { public_id: 'task_0Qw1Er2Ty3Ui4Op5As6Df7', outcome: 'not_found' },
+          ],
+        },
+      },
+      filter: { summary: 'By filter: how many', value: { cancelled: 312 } },
+    },
+  },
   health: { 200: { ok: { value: { status: 'ok' } } } },
   metrics: { 200: { sample: { summary: 'An excerpt', value: METRICS_SAMPLE } } },
   openApiDocument: { 200: { excerpt: { summary: 'The start of this document', value: { openapi: '3.1.0', info: { title: 'Task API', version: '1.0.0' } } } } },
@@ -263,6 +290,20 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
     200: {
       at_cap: { summary: 'At the cap: 12 tasks wait for a running one to end', value: { running: 10, max_running: 10, waiting: 12, held_by_cap: 12 } },
       room: { summary: 'Under the cap: waiting tasks start as workers free up', value: { running: 2, max_running: 10, waiting: 3, held_by_cap: 0 } },
+    },
+  },
+  getConsoleFairnessKeys: {
+    200: {
+      keys: {
+        summary: "One end user's burst holds most of the cap; the others take turns",
+        value: {
+          data: [
+            { kind: 'image-generation', fairness_key: 'user-7', waiting: 11, running: 5 },
+            { kind: 'image-generation', fairness_key: null, waiting: 1, running: 4 },
+            { kind: 'video-generation', fairness_key: 'user-42', waiting: 0, running: 1 },
+          ],
+        },
+      },
     },
   },
   getUsage: {

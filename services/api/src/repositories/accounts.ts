@@ -60,6 +60,13 @@ export class AccountRepository {
   }
 
   /** The account's paid balance (credits). Throws when the account does not exist. */
+  /** The e-mail of each of these accounts (unknown ones left out). */
+  async emailsOf(accountIds: readonly string[]): Promise<Map<string, string>> {
+    if (accountIds.length === 0) return new Map();
+    const rows = await this.prisma.account.findMany({ where: { id: { in: [...accountIds] } }, select: { id: true, email: true } });
+    return new Map(rows.map((r) => [r.id, r.email]));
+  }
+
   async paidBalance(accountId: string): Promise<number> {
     return (await this.prisma.account.findUniqueOrThrow({ where: { id: accountId }, select: { paidBalance: true } })).paidBalance;
   }

@@ -7,7 +7,8 @@ import { IdempotencyRepository } from './idempotency';
 import { execute, queryFirst, queryRows, statement, transaction, type SqlExecutor } from '@taskapi/db';
 
 const TASK_COLUMNS = `id, public_id, kind, status, error_code, error_message, input::text AS input, payload::text AS payload,
-  callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files, files_expired_at, progress`;
+  callback_url, cost, created_at, started_at, finished_at, result::text AS result, files::text AS files, files_expired_at, progress,
+  priority, ttl_seconds, expires_at, fairness_key`;
 
 const taskRow = z.object({
   /** Internal id (int8, so a string): ordering and foreign keys, never shown to customers. */
@@ -37,6 +38,12 @@ const taskRow = z.object({
    * tasks that ended before the column existed.
    */
   progress: z.number().nullable(),
+  /** Steering (docs/api.md): null when not given at creation. */
+  priority: z.number().nullable(),
+  ttl_seconds: z.number().nullable(),
+  /** created_at + ttl_seconds. */
+  expires_at: z.date().nullable(),
+  fairness_key: z.string().nullable(),
 });
 
 /** A task as the repository reads it (`TASK_COLUMNS`). */
@@ -55,7 +62,8 @@ const CREATE_TASKS = statement(
   'create-tasks',
   `
 SELECT ordinal, task_id, created_at, available, grant_expired, spend_limit, spend_period, spent::text AS spent
-  FROM create_tasks($1, $2, $3::text[], $4::text[], $5::task_kind[], $6::json[], $7::json[], $8::text[], $9::int[], $10::text[], $11::bytea[], $12::text[], $13)`,
+  FROM create_tasks($1, $2, $3::text[], $4::text[], $5::task_kind[], $6::json[], $7::json[], $8::text[], $9::int[], $10::text[], $11::bytea[], $12::text[], $13,
+                    $14::int[], $15::int[], $16::text[])`,
   z.object({
     ordinal: z.number(),
     /** Null when the payer could not pay (nothing was inserted for this creation). */
@@ -156,11 +164,16 @@ export interface NewTask {
   upload: { contentType: string; data: Buffer | null } | null;
   /** The creation request's `traceparent` (docs/architecture.md, "Tracing"), or null when tracing is off. */
   traceParent: string | null;
+  /** Steering (docs/api.md): null when not given. */
+  priority: number | null;
+  ttlSeconds: number | null;
+  fairnessKey: string | null;
 }
 
 export interface TaskListQuery {
   statuses?: number[];
   kind?: TaskKind;
+  fairnessKey?: string;
   /** Only tasks older than this internal id (keyset pagination). */
   beforeId?: string;
   limit: number;
@@ -208,6 +221,11 @@ export class TaskRepository {
       values.push(q.kind);
       where.push(`kind = $${values.length}::task_kind`);
       name += '-kind';
+    }
+    if (q.fairnessKey !== undefined) {
+      values.push(q.fairnessKey);
+      where.push(`fairness_key = $${values.length}`);
+      name += '-key';
     }
     values.push(q.limit);
     const text = `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`;
@@ -293,5 +311,8 @@ function createTasks(db: SqlExecutor, payer: Payer, tasks: NewTask[], allOrNothi
     tasks.map((t) => t.upload?.data ?? null),
     tasks.map((t) => t.traceParent),
     allOrNothing,
+    tasks.map((t) => t.priority),
+    tasks.map((t) => t.ttlSeconds),
+    tasks.map((t) => t.fairnessKey),
   ]);
 }

@@ -4,6 +4,8 @@ import type * as BullBoardBullMQ from '@bull-board/api/bullMQAdapter';
 import type { ApiDeps } from '../deps';
 import { BULL_BOARD_PATH } from '../http/paths';
 import type * as BoardAdapter from './self-contained-board-adapter';
+import type * as LinesAdapter from './scheduler-lines-adapter';
+import { TASK_KINDS } from '@taskapi/task-kinds';
 
 /** The board's router over every task queue and the webhook queue, with no third-party assets. */
 function buildBoard(deps: ApiDeps): Router {
@@ -13,11 +15,17 @@ function buildBoard(deps: ApiDeps): Router {
   const { createBullBoard } = require('@bull-board/api') as typeof BullBoardApi;
   const { BullMQAdapter } = require('@bull-board/api/bullMQAdapter') as typeof BullBoardBullMQ;
   const { SelfContainedBoardAdapter } = require('./self-contained-board-adapter') as typeof BoardAdapter;
+  const { SchedulerLinesAdapter } = require('./scheduler-lines-adapter') as typeof LinesAdapter;
   /* eslint-enable @typescript-eslint/no-require-imports */
   const serverAdapter = new SelfContainedBoardAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
+  const redisInfo = () => deps.queueRedis.info() as Promise<string>;
   createBullBoard({
-    queues: [...Object.values(deps.taskQueues.queues), deps.webhooks.queue].map((q) => new BullMQAdapter(q)),
+    // Each kind's line (its tasks not released yet) beside its queue (released and running jobs).
+    queues: [
+      ...TASK_KINDS.flatMap((kind) => [new BullMQAdapter(deps.taskQueues.queues[kind]), new SchedulerLinesAdapter(kind, deps.taskLifecycle.queueFigures, redisInfo)]),
+      new BullMQAdapter(deps.webhooks.queue),
+    ],
     serverAdapter,
     options: { uiConfig: { boardTitle: 'Task API queues' } },
   });

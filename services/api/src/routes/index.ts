@@ -12,6 +12,7 @@ import { getSessionRoute } from './auth/get-session';
 import { loginRoute } from './auth/login';
 import { logoutRoute } from './auth/logout';
 import { getConsoleConcurrencyRoute } from './console-tasks/get-console-concurrency';
+import { getConsoleFairnessKeysRoute } from './console-tasks/get-console-fairness-keys';
 import { getConsoleTaskRoute } from './console-tasks/get-console-task';
 import { getConsoleTaskEventsRoute } from './console-tasks/get-console-task-events';
 import { getConsoleTaskFileRoute } from './console-tasks/get-console-task-file';
@@ -29,6 +30,7 @@ import { metricsRoute } from './ops/metrics';
 import { openApiDocumentRoute } from './ops/openapi-document';
 import { readinessRoute } from './ops/readiness';
 import { cancelTaskRoute } from './tasks/cancel-task';
+import { cancelTasksRoute } from './tasks/cancel-tasks';
 import { createTaskRoute } from './tasks/create-task';
 import { createTaskBatchRoute } from './tasks/create-task-batch';
 import { getTaskRoute } from './tasks/get-task';
@@ -45,6 +47,7 @@ export const ROUTES: readonly Route[] = [
   ...TASK_KINDS.map(createTaskRoute),
   ...TASK_KINDS.map(createTaskBatchRoute),
   listTasksRoute,
+  cancelTasksRoute,
   getTaskRoute,
   cancelTaskRoute,
   taskEventsRoute,
@@ -70,6 +73,7 @@ export const ROUTES: readonly Route[] = [
   getConsoleTaskInputRoute,
   getConsoleUsageRoute,
   getConsoleConcurrencyRoute,
+  getConsoleFairnessKeysRoute,
   listDeliveriesRoute,
   resendDeliveryRoute,
   sendTestWebhookRoute,

@@ -14,3 +14,19 @@ export const concurrencySchema = z
   .meta({ id: 'Concurrency' });
 
 export type ConcurrencyView = z.infer<typeof concurrencySchema>;
+
+// `GET /api/console/fairness-keys`: the same inside the account, by kind and fairness key.
+export const fairnessKeysSchema = z
+  .object({
+    data: z
+      .array(
+        z.object({
+          kind: z.string().meta({ description: 'The task kind.', example: 'image-generation' }),
+          fairness_key: z.string().nullable().meta({ description: "The tasks' `fairness_key`; `null` for those created without one.", example: 'user-42' }),
+          waiting: count('Queued tasks of that kind and key.', 4),
+          running: count('Running tasks of that kind and key.', 1),
+        }),
+      )
+      .meta({ description: 'Every kind and key with tasks waiting or running, most waiting first.' }),
+  })
+  .meta({ id: 'FairnessKeyLoad' });

@@ -3,7 +3,7 @@
 // it for the OpenAPI document and the SDK, and the contract tests parse real responses with them.
 import { z } from 'zod';
 import { TASK_ERROR_CODES, TASK_STATUSES } from '@taskapi/domain';
-import { TASK_KINDS } from '@taskapi/task-kinds';
+import { FAIRNESS_KEY, TASK_KINDS } from '@taskapi/task-kinds';
 import { nullableTimestamp, prefixedId, timestamp } from './common';
 
 export const PAYLOAD_DESCRIPTION =
@@ -28,9 +28,10 @@ export const taskErrorCodeSchema = z
   .meta({
     id: 'TaskErrorCode',
     description:
-      'Why a task failed (status 30), from this fixed set; `null` unless failed. `invalid_input`: the input could not be ' +
+      'Why a task failed (status 30), from this fixed set; `null` unless failed, or expired. `invalid_input`: the input could not be ' +
       'processed (e.g. an undecodable image); `image_fetch_failed`: `image_url` could not be downloaded; `engine_error`: the ' +
-      'engine reported an error; `timeout`: the engine took too long; `internal_error`: anything else.',
+      'engine reported an error; `timeout`: the engine took too long; `internal_error`: anything else; `expired`: (status 40, ' +
+      'refunded, no webhook) it did not start within its `ttl_seconds`.',
   });
 
 export const taskFileSchema = z
@@ -119,6 +120,36 @@ export const taskSchema = z
           'cancelled, the value it had then, kept. `GET /api/tasks/{publicId}/events` streams its changes. Not part of the webhook body.',
         example: 0.42,
       }),
+    priority: z.int().min(-86400).max(86400).nullable().meta({
+      description:
+        'As given at creation (seconds, -86400 to 86400), or `null` (0). Within its account and kind the task is placed as if created ' +
+        'that many seconds earlier (negative: later); it never changes the share between accounts.',
+      example: null,
+    }),
+    ttl_seconds: z.int().min(1).max(604800).nullable().meta({
+      description:
+        'As given at creation, or `null`. A task still queued that long after its creation, never started, expires within 2 s: status ' +
+        '40, `error_code` `expired`, refunded in full, no webhook.',
+      example: null,
+    }),
+    fairness_key: z.string().nullable().meta({
+      description:
+        'As given at creation (e.g. your own end user), or `null`. Within its account and kind, queued tasks take turns across keys: ' +
+        'the next comes from the key with the fewest running; tasks without a key form one group of their own.',
+      example: null,
+    }),
+    queue: z
+      .object({
+        ahead: z.int().min(0).meta({ description: "How many of the account's queued tasks of the same kind and fairness key start before it." }),
+        held_by_account_cap: z.boolean().meta({ description: 'True while the account is at its cap of running tasks (it waits for one of them to end).' }),
+      })
+      .nullable()
+      .meta({
+        description:
+          "While queued, where the task stands in its account's line; `null` in every other status (and for a moment after a restore, " +
+          'while the scheduler does not hold it). Not part of the webhook body.',
+        example: { ahead: 2, held_by_account_cap: false },
+      }),
   })
   .meta({ id: 'Task' });
 
@@ -156,3 +187,52 @@ export const webhookEventSchema = z
       'is the lowercase hex HMAC-SHA256 of the exact body bytes keyed with the account webhook secret; `X-Timestamp` is ' +
       'the unix time in seconds when sent.',
   });
+
+/** Most ids of one bulk cancel. */
+export const MAX_BULK_CANCEL_IDS = 1000;
+
+export const bulkCancelRequestSchema = z
+  .strictObject(
+    {
+      ids: z
+        .array(z.string({ error: 'must be task ids (strings)' }).max(64, { error: 'must be task ids (strings)' }), { error: 'must be a list of task ids' })
+        .min(1, { error: 'must list 1 to 1000 task ids' })
+        .max(MAX_BULK_CANCEL_IDS, { error: 'must list 1 to 1000 task ids' })
+        .optional()
+        .meta({ description: 'Up to 1000 task ids (`public_id`); one given twice is cancelled once and reported for each.' }),
+      filter: z
+        .strictObject(
+          {
+            kind: taskKindSchema.optional(),
+            status: z.union([z.literal(0), z.literal(10)], { error: 'must be 0 or 10' }).optional(),
+            fairness_key: z
+              .string({ error: 'must be 1 to 64 characters from A-Z a-z 0-9 . _ : @ -' })
+              .regex(FAIRNESS_KEY, { error: 'must be 1 to 64 characters from A-Z a-z 0-9 . _ : @ -' })
+              .optional(),
+          },
+          { error: 'must be a JSON object' },
+        )
+        .optional()
+        .meta({ description: "Every non-terminal task of the key's account that matches all of these (an empty filter: all of them)." }),
+    },
+    { error: 'must be a JSON object' },
+  )
+  .refine((b) => (b.ids === undefined) !== (b.filter === undefined), { error: 'must have exactly one of ids and filter' })
+  .meta({ id: 'BulkCancelRequest', description: 'Exactly one of `ids` and `filter`.' });
+
+export const bulkCancelResultSchema = z
+  .object({
+    cancelled: z.int().min(0).meta({ description: 'How many tasks this request cancelled.' }),
+    results: z
+      .array(
+        z.object({
+          public_id: z.string(),
+          outcome: z.enum(['cancelled', 'already_finished', 'not_found']).meta({
+            description: '`cancelled` by this request; `already_finished` (terminal before, or cancelled by an earlier request); `not_found` (unknown, or another account\'s).',
+          }),
+        }),
+      )
+      .optional()
+      .meta({ description: 'For `ids` only: one per id, in their order.' }),
+  })
+  .meta({ id: 'BulkCancelResult' });

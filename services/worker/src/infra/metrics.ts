@@ -1,5 +1,5 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { TASK_E2E_METRIC, TASK_ERROR_CODES, type TaskErrorCode } from '@taskapi/domain';
+import { FAILURE_ERROR_CODES, TASK_E2E_METRIC, type TaskErrorCode } from '@taskapi/domain';
 import type { TaskKind } from '@taskapi/task-kinds';
 
 /** How a task run ended, as counted. */
@@ -51,7 +51,7 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     labelNames: ['kind', 'error_code'],
     registers: [registry],
   });
-  for (const kind of opts.kinds ?? []) for (const code of TASK_ERROR_CODES) failed.inc({ kind, error_code: code }, 0);
+  for (const kind of opts.kinds ?? []) for (const code of FAILURE_ERROR_CODES) failed.inc({ kind, error_code: code }, 0);
   const expiredTasks = new Counter({
     name: 'taskapi_retention_expired_tasks_total',
     help: 'Terminal tasks whose stored files the retention job deleted (RETENTION_DAYS after they finished)',

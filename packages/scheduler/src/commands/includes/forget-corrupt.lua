@@ -9,7 +9,7 @@ local function forgetCorrupt(id)
     rcall('ZREM', readyKey(kind), id)
     rcall('ZREM', inserviceKey(kind), id)
   end
-  skipped[#skipped + 1] = id
+  skip(id)
 end
 
 -- The record of the task the command is about: nil (and `answer` 'unknown') when there is none

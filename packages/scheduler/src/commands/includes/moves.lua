@@ -14,8 +14,18 @@
 -- Kinds whose next release may have changed during this call: released for at its end.
 local dirty = {}
 -- What this call released (each `{kind, task, account, release, front}`, front: to the head of
--- the kind's BullMQ queue, for a task that keeps its place) and the ids of corrupt entries it dropped.
-local released, skipped = {}, {}
+-- the kind's BullMQ queue, for a task that keeps its place), the ids of corrupt entries it dropped,
+-- and of pending tasks past their deadline it took out of their lines instead of releasing them
+-- (their expiry, in PostgreSQL, is the expiry sweep's).
+local released, skipped, expired = {}, {}, {}
+
+-- Reports a dropped entry once per call, however many of its indexes held it.
+local skippedOnce = {}
+local function skip(id)
+  if skippedOnce[id] then return end
+  skippedOnce[id] = true
+  skipped[#skipped + 1] = id
+end
 
 -- Slots of the kind that would still be idle once every ready task is taken.
 local function demand(kind)
@@ -44,10 +54,46 @@ local function placeAll(acct)
   for _, kind in ipairs(KINDS) do place(kind, acct, running, cap) end
 end
 
+-- Puts a fairness group where it belongs in its account's groups of a kind: by its in-service
+-- tasks of the kind, then its head's effective time; out when it has no pending task.
+local function placeGroup(kind, acct, g)
+  local head = rcall('ZRANGE', groupLineKey(kind, acct, g), 0, 0, 'WITHSCORES')
+  if #head == 0 then
+    rcall('ZREM', groupsKey(kind, acct), g)
+    return
+  end
+  local mine = math.min(tonumber(rcall('HGET', groupRunningKey(kind, acct), g)) or 0, 16383)
+  local at = math.max(0, math.min(tonumber(head[2]) - EFFECTIVE_EPOCH, MAX_ORDER))
+  rcall('ZADD', groupsKey(kind, acct), num(mine * SHIFT + at), g)
+end
+
+-- A bulk move (cancel-many) places each account and group it touched once, at its end
+-- (flushPlacements), instead of once per task: the same result, a fraction of the commands.
+local deferred = nil
+local function deferPlacements() deferred = { accounts = {}, groups = {}, order = {} } end
+local function deferPlace(kind, acct, g)
+  local key = kind .. '|' .. acct .. '|' .. (g or '')
+  local seen = g and deferred.groups or deferred.accounts
+  if seen[key] then return end
+  seen[key] = true
+  deferred.order[#deferred.order + 1] = { kind = kind, acct = acct, group = g }
+end
+local function flushPlacements()
+  local d = deferred
+  deferred = nil
+  for _, p in ipairs(d.order) do
+    if p.group then placeGroup(p.kind, p.acct, p.group) else place(p.kind, p.acct, runningOf(p.acct), capOf(p.acct)) end
+  end
+end
+
 -- Moves a task to state 'to' ('x': forget it).
 local function move(id, r, to, due)
   local from = r.state
-  if from == 'p' then rcall('ZREM', lineKey(r.kind, r.acct), id)
+  local groupMoved = false
+  if from == 'p' then
+    rcall('ZREM', lineKey(r.kind, r.acct), id)
+    rcall('ZREM', groupLineKey(r.kind, r.acct, r.group), groupMember(id, r))
+    groupMoved = true
   elseif from == 'r' then rcall('ZREM', readyKey(r.kind), id)
   elseif from == 'd' then rcall('ZREM', DELAYED, id) end
   r.state = to
@@ -60,6 +106,8 @@ local function move(id, r, to, due)
       local head = rcall('ZRANGE', lineKey(r.kind, r.acct), 0, 0, 'WITHSCORES')
       sameHead = #head > 0 and tonumber(head[2]) < r.order
       rcall('ZADD', lineKey(r.kind, r.acct), num(r.order), id)
+      rcall('ZADD', groupLineKey(r.kind, r.acct, r.group), num(r.effective), groupMember(id, r))
+      groupMoved = true
     elseif to == 'r' then rcall('ZADD', readyKey(r.kind), num(r.created), id)
     elseif to == 'd' then rcall('ZADD', DELAYED, num(due), id) end
     rcall('HSET', TASKS, id, encode(r))
@@ -73,6 +121,8 @@ local function move(id, r, to, due)
     if running <= 0 then rcall('HDEL', RUNNING, r.acct) end
     runnings[r.acct] = math.max(running, 0)
     hincr(runningKindKey(r.kind), r.acct, d)
+    hincr(groupRunningKey(r.kind, r.acct), r.group, d)
+    groupMoved = true
     if after then rcall('ZADD', inserviceKey(r.kind), num(r.created), id) else rcall('ZREM', inserviceKey(r.kind), id) end
     -- Crossing the cap moves the account in every kind; otherwise only this kind's score changed.
     if (running - d < cap) ~= (running < cap) then
@@ -84,7 +134,10 @@ local function move(id, r, to, due)
       place(r.kind, r.acct, running, cap)
     end
   elseif (from == 'p' or to == 'p') and not sameHead then
-    place(r.kind, r.acct, runningOf(r.acct), capOf(r.acct))
+    if deferred then deferPlace(r.kind, r.acct) else place(r.kind, r.acct, runningOf(r.acct), capOf(r.acct)) end
+  end
+  if groupMoved then
+    if deferred then deferPlace(r.kind, r.acct, r.group) else placeGroup(r.kind, r.acct, r.group) end
   end
 end
 
@@ -92,7 +145,40 @@ local function out(r, id, front)
   released[#released + 1] = { kind = r.kind, task = id, account = r.acct, release = r.n, front = front and true or false }
 end
 
--- Releases the kind's next tasks by the fair rule while an idle slot of the kind has none.
+-- The task whose turn it is in an account's line of a kind: the head of the group whose turn it
+-- is (fewest in-service tasks of the kind, then the oldest by effective time). Nil when none.
+local function nextOf(kind, acct)
+  for _ = 1, 100 do
+    local top = rcall('ZRANGE', groupsKey(kind, acct), 0, 0)
+    if #top == 0 then return nil end
+    local head = rcall('ZRANGE', groupLineKey(kind, acct, top[1]), 0, 0)
+    if #head > 0 then return memberTask(head[1]), top[1], head[1] end
+    rcall('ZREM', groupsKey(kind, acct), top[1])
+  end
+  return nil
+end
+
+-- Puts up to 100 pending tasks of an account's line (by order) that are in no group's line into
+-- theirs, and drops entries of tasks no longer pending. Returns how many entries it handled.
+local function regroup(kind, acct)
+  local handled = 0
+  for _, lid in ipairs(rcall('ZRANGE', lineKey(kind, acct), 0, 99)) do
+    local lr = decode(rcall('HGET', TASKS, lid))
+    if lr and lr.state == 'p' and lr.kind == kind and lr.acct == acct then
+      rcall('ZADD', groupLineKey(kind, acct, lr.group), num(lr.effective), groupMember(lid, lr))
+      placeGroup(kind, acct, lr.group)
+    else
+      rcall('ZREM', lineKey(kind, acct), lid)
+      if not lr then rcall('HDEL', TASKS, lid) end
+      skip(lid)
+    end
+    handled = handled + 1
+  end
+  return handled
+end
+
+-- Releases the kind's next tasks by the fair rule while an idle slot of the kind has none: the
+-- account whose turn it is (eligible's first), then within it the fairness group whose turn it is.
 local function release(kind)
   local want = demand(kind)
   for _ = 1, 1000 do
@@ -100,24 +186,49 @@ local function release(kind)
     local top = rcall('ZRANGE', eligibleKey(kind), 0, 0)
     if #top == 0 then return end
     local acct = top[1]
-    local head = rcall('ZRANGE', lineKey(kind, acct), 0, 0)
-    if #head == 0 or runningOf(acct) >= capOf(acct) then
+    local line = lineKey(kind, acct)
+    local head = rcall('ZRANGE', line, 0, 0)
+    local hr = head[1] and decode(rcall('HGET', TASKS, head[1]))
+    if runningOf(acct) >= capOf(acct) or #head == 0 then
+      place(kind, acct, runningOf(acct), capOf(acct))
+    elseif not hr or hr.state ~= 'p' or hr.kind ~= kind or hr.acct ~= acct then
+      -- The head of its line unknown, corrupt, or contradicting its record: off the line,
+      -- reported, and the next one goes. A corrupt record goes too, so the sweeper can give the
+      -- task back.
+      rcall('ZREM', line, head[1])
+      if hr then
+        rcall('ZREM', groupLineKey(hr.kind, hr.acct, hr.group), groupMember(head[1], hr))
+        placeGroup(hr.kind, hr.acct, hr.group)
+      else
+        rcall('HDEL', TASKS, head[1])
+      end
+      skip(head[1])
       place(kind, acct, runningOf(acct), capOf(acct))
     else
-      local id = head[1]
-      local r = decode(rcall('HGET', TASKS, id))
-      if not r or r.state ~= 'p' or r.kind ~= kind or r.acct ~= acct then
-        -- Unknown, corrupt, or contradicting its record: off the line, reported, and the next one
-        -- goes. A corrupt record goes too, so the sweeper can give the task back.
-        rcall('ZREM', lineKey(kind, acct), id)
-        if not r then rcall('HDEL', TASKS, id) end
-        skipped[#skipped + 1] = id
-        place(kind, acct, runningOf(acct), capOf(acct))
+      local id, g, member = nextOf(kind, acct)
+      if not id then
+        -- Pending tasks in its line but in no group's line (recorded by the previous release):
+        -- grouped now, stale entries dropped.
+        regroup(kind, acct)
       else
-        r.n = r.n + 1
-        move(id, r, 'r')
-        out(r, id)
-        want = want - 1
+        local r = decode(rcall('HGET', TASKS, id))
+        if not r or r.state ~= 'p' or r.kind ~= kind or r.acct ~= acct or r.group ~= g then
+          rcall('ZREM', groupLineKey(kind, acct, g), member)
+          rcall('ZREM', line, id)
+          placeGroup(kind, acct, g)
+          if not r then rcall('HDEL', TASKS, id) end
+          skip(id)
+          place(kind, acct, runningOf(acct), capOf(acct))
+        elseif r.deadline > 0 and NOW >= r.deadline then
+          -- Past its deadline: never released (the expiry sweep expires it in PostgreSQL).
+          move(id, r, 'x')
+          expired[#expired + 1] = id
+        else
+          r.n = r.n + 1
+          move(id, r, 'r')
+          out(r, id)
+          want = want - 1
+        end
       end
     end
   end
@@ -140,13 +251,19 @@ local function promote()
   end
 end
 
--- A record for a task the scheduler does not know yet.
-local function record(kind, acct, order, created, n)
-  return { state = 'x', kind = kind, acct = acct, order = math.min(tonumber(order) or 0, MAX_ORDER), n = tonumber(n) or 0, created = tonumber(created) or NOW }
+-- A record for a task the scheduler does not know yet (effective, deadline and group: its
+-- priority-adjusted time, its deadline or 0, its fairness key or '*'; a start reported for a job
+-- of an unknown task knows none of them).
+local function record(kind, acct, order, created, n, effective, deadline, group)
+  local c = tonumber(created) or NOW
+  return {
+    state = 'x', kind = kind, acct = acct, order = math.min(tonumber(order) or 0, MAX_ORDER), n = tonumber(n) or 0, created = c,
+    effective = tonumber(effective) or c, deadline = tonumber(deadline) or 0, group = (group and group ~= '') and group or '*',
+  }
 end
 
 -- The reply of every command that may release work: what it released, what it dropped, and the
 -- command's own answer (named fields).
 local function reply(answer)
-  return cjson.encode({ released = released, skipped = skipped, answer = answer })
+  return cjson.encode({ released = released, skipped = skipped, expired = expired, answer = answer })
 end

@@ -5,7 +5,7 @@
   slot: the cap is per account across every kind, so one script must see every kind's state.
 
   A task the scheduler knows is one field of the records hash (KEYS[1]),
-  `state|kind|account|order|release|created`:
+  `state|kind|account|order|release|created|effective|deadline|group`:
     p  pending: in its account's line of its kind (`line:<kind>:<account>`, scored by order)
     r  released: its job (id from the release number) is in its kind's BullMQ queue, or its run
        has started and the worker has not reported that yet (starts are reported with the next call)
@@ -13,8 +13,19 @@
     d  delayed: waiting to be retried after a transient failure (`delayed`, scored by when)
   r, a and d are "in service": they count against the account's cap (`running`) and its share of
   the kind (`running:<kind>`), and are listed in `inservice:<kind>`; r are also in `ready:<kind>`.
-  order is the task's database id (creation order), created its creation time in Unix ms. This
-  file is the only place that reads or writes the record format (decode, encode).
+  order is the task's database id (creation order), created its creation time in Unix ms,
+  effective its place within its account and kind (created minus its priority, in ms), deadline
+  when it expires if still pending (Unix ms, 0: never), group its fairness key ('*': none; keys are
+  of A-Z a-z 0-9 . _ : @ -). Records of the previous release (the first six fields) read as
+  effective = created, no deadline, no key. This file is the only place that reads or writes the
+  record format (decode, encode).
+
+  Within an account and kind, pending tasks wait in one line per group, `kline:<kind>:<account>:<group>`,
+  scored by effective (ties: the member, the zero-padded order, then the id), and the groups with
+  pending tasks in `groups:<kind>:<account>`, scored by (the group's in-service tasks of the kind,
+  `grunning:<kind>:<account>`, then its head's effective), so the first group is the one whose turn
+  it is. `line:<kind>:<account>` (by order) holds all of them too: the account's place among
+  accounts stays by its oldest task (a priority never changes the share between accounts).
 
   Which account goes next in a kind is kept ready to read: `eligible:<kind>` holds every account
   with a pending task of the kind and under its cap, scored by (its in-service tasks of the kind,
@@ -47,6 +58,11 @@ local SHIFT = 549755813888
 local MAX_ORDER = 549755813887
 
 local function lineKey(kind, acct) return P .. 'line:' .. kind .. ':' .. acct end
+local function groupLineKey(kind, acct, g) return P .. 'kline:' .. kind .. ':' .. acct .. ':' .. g end
+local function groupsKey(kind, acct) return P .. 'groups:' .. kind .. ':' .. acct end
+local function groupRunningKey(kind, acct) return P .. 'grunning:' .. kind .. ':' .. acct end
+-- Effective times are packed into group scores as ms since 2025-01-01, under MAX_ORDER (until 2042).
+local EFFECTIVE_EPOCH = 1735689600000
 local function eligibleKey(kind) return P .. 'eligible:' .. kind end
 local function heldKey(kind) return P .. 'held:' .. kind end
 local function runningKindKey(kind) return P .. 'running:' .. kind end
@@ -62,13 +78,24 @@ local STATE_NAMES = { p = 'pending', r = 'ready', a = 'active', d = 'delayed' }
 
 local function decode(v)
   if not v then return nil end
-  local s, k, a, o, n, c = string.match(v, '^([prad])|([^|]+)|([^|]+)|(%d+)|(%d+)|(%d+)$')
-  if not s then return nil end
-  return { state = s, kind = k, acct = a, order = math.min(tonumber(o), MAX_ORDER), n = tonumber(n), created = tonumber(c) }
+  local s, k, a, o, n, c, e, d, g = string.match(v, '^([prad])|([^|]+)|([^|]+)|(%d+)|(%d+)|(%d+)|(%-?%d+)|(%d+)|([^|]+)$')
+  if not s then
+    s, k, a, o, n, c = string.match(v, '^([prad])|([^|]+)|([^|]+)|(%d+)|(%d+)|(%d+)$')
+    if not s then return nil end
+    e, d, g = c, '0', '*'
+  end
+  return {
+    state = s, kind = k, acct = a, order = math.min(tonumber(o), MAX_ORDER), n = tonumber(n), created = tonumber(c),
+    effective = tonumber(e), deadline = tonumber(d), group = g,
+  }
 end
 local function encode(r)
   return r.state .. '|' .. r.kind .. '|' .. r.acct .. '|' .. num(r.order) .. '|' .. num(r.n) .. '|' .. num(r.created)
+    .. '|' .. num(r.effective) .. '|' .. num(r.deadline) .. '|' .. r.group
 end
+-- A task's member in its group's line: ties of effective go by creation order, then id.
+local function groupMember(id, r) return string.format('%015.0f', r.order) .. ':' .. id end
+local function memberTask(member) return string.match(member, '^%d+:(.+)$') end
 local function isKind(kind)
   for _, k in ipairs(KINDS) do if k == kind then return true end end
   return false

@@ -1,4 +1,5 @@
-// Dashboard: paid balance, trial grants with remaining quota and expiry, usage charts, recent tasks.
+// Dashboard: paid balance, what runs and waits (by fairness key), trial grants with remaining quota and
+// expiry, usage charts, recent tasks.
 import { act, api, badge, download, el, fill, notifyError, startPage, table, time } from './common.js';
 import { taskTable } from './tasks-view.js';
 import { drawUsage } from './usage-chart.js';
@@ -51,7 +52,12 @@ startPage(async (session) => {
   daysSelect.addEventListener('change', () => showUsage().catch(notifyError));
   document.getElementById('usage-csv').addEventListener('click', (event) => act(event.currentTarget, downloadUsage));
   const shown = showUsage();
-  const [balance, tasks, concurrency] = await Promise.all([api('/api/credits/balance'), api('/api/console/tasks?limit=10'), api('/api/console/concurrency')]);
+  const [balance, tasks, concurrency, fairnessKeys] = await Promise.all([
+    api('/api/credits/balance'),
+    api('/api/console/tasks?limit=10'),
+    api('/api/console/concurrency'),
+    api('/api/console/fairness-keys'),
+  ]);
   document.getElementById('paid-balance').textContent = String(balance.paid_balance);
   document.getElementById('running-now').textContent = String(concurrency.running);
   document.getElementById('max-running').textContent = String(concurrency.max_running);
@@ -60,6 +66,19 @@ startPage(async (session) => {
       ? 'Nothing waiting. Tasks over your limit wait their turn; they are never refused.'
       : `${concurrency.waiting} waiting for a worker` +
         (concurrency.held_by_cap > 0 ? `, ${concurrency.held_by_cap} of them because ${concurrency.max_running} are running (your limit).` : '.');
+  fill(
+    'fairness-keys',
+    table(
+      [
+        { label: 'Kind', render: (g) => el('span', { text: g.kind }) },
+        { label: 'Fairness key', render: (g) => (g.fairness_key === null ? el('span', { class: 'muted', text: 'none' }) : el('code', { text: g.fairness_key })) },
+        { label: 'Waiting', render: (g) => el('strong', { text: String(g.waiting) }) },
+        { label: 'Running', render: (g) => el('span', { text: String(g.running) }) },
+      ],
+      fairnessKeys.data,
+      { caption: 'Waiting by fairness key', empty: 'Nothing waiting or running.' },
+    ),
+  );
   fill(
     'grants',
     table(

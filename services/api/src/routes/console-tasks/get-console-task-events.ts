@@ -21,6 +21,6 @@ export const getConsoleTaskEventsRoute = defineRoute({
   errors: ['TOO_MANY_TASK_STREAMS', 'TASK_STREAMS_UNAVAILABLE'],
   handler: ({ params }, { deps, principal, res }) => {
     const urlOf = routeFileUrls(deps.config.publicBaseUrl, CONSOLE_TASKS_ROOT);
-    return streamTaskEvents(deps, res, principal.accountId, params.publicId, (task) => renderTask(task.row, urlOf, task.progress));
+    return streamTaskEvents(deps, res, principal.accountId, params.publicId, (task) => renderTask(task.row, urlOf, task.progress, task.queue));
   },
 });

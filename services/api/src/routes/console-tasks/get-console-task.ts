@@ -21,6 +21,6 @@ export const getConsoleTaskRoute = defineRoute({
     if (!row) throw new ApiError('TASK_NOT_FOUND');
     const [task] = await deps.taskReader.withProgress(principal.accountId, [row]);
     // The console's file links use its own session-authenticated route.
-    return { status: 200, jsonText: renderTask(row, routeFileUrls(deps.config.publicBaseUrl, CONSOLE_TASKS_ROOT), task!.progress) };
+    return { status: 200, jsonText: renderTask(row, routeFileUrls(deps.config.publicBaseUrl, CONSOLE_TASKS_ROOT), task!.progress, task!.queue) };
   },
 });

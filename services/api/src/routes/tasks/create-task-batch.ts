@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { creationTraceParent, traceIdOf } from '@taskapi/telemetry';
 import { TASK_KIND_CATALOG, type TaskKind } from '@taskapi/task-kinds';
-import { requestFingerprint, type BatchItem, type IdempotencyRequest } from '../../domain/create-task';
+import { requestFingerprint, scheduledTask, type BatchItem, type IdempotencyRequest } from '../../domain/create-task';
 import { rateLimitHeader } from '../../domain/rate-limit';
 import { draftTask } from '../../domain/task-input';
 import { topLevelArrayElementTexts } from '../../domain/json-member-text';
-import { renderTask } from '../../domain/task-view';
+import { renderTask, type TaskQueue } from '../../domain/task-view';
 import { ApiError } from '../../errors';
 import { locals } from '../../http/request-context';
 import { defineRoute } from '../../http/route';
@@ -118,21 +118,29 @@ export function createTaskBatchRoute(kind: TaskKind) {
       locals(res).traceId = traceIdOf(traceParent);
       const { rows, replayed } = await taskCreator.createBatch(principal, items, idempotency, traceParent);
       const out: Record<string, string> = {};
+      let places: Array<TaskQueue | null> = [];
       if (replayed) {
         out['Idempotent-Replayed'] = 'true';
+        // The first answer's tasks, with their places as they stand now.
+        const now = await deps.taskReader.queuesOf(rows);
+        places = rows.map((row) => now.get(row.public_id) ?? null);
       } else {
         metrics.tasksCreated.inc({ kind, key_type: principal.type }, rows.length);
-        await Promise.all(
+        places = await Promise.all(
           rows.map((row) =>
-            enqueueTask(kind, { publicId: row.public_id, accountId: principal.accountId, order: row.id, createdAt: row.created_at, traceParent }).catch((err: unknown) => {
-              // Committed and paid for; the sweeper gives the scheduler queued tasks it does not know.
-              logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
-            }),
+            enqueueTask(kind, scheduledTask(row, principal.accountId, traceParent)).then(
+              (p) => (p ? { ahead: p.ahead, heldByAccountCap: p.heldByCap } : null),
+              (err: unknown) => {
+                // Committed and paid for; the sweeper gives the scheduler queued tasks it does not know.
+                logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
+                return null;
+              },
+            ),
           ),
         );
       }
       const links = await deps.fileLinks.forRows(rows);
-      return { status: 201, jsonText: `{"data":[${rows.map((row) => renderTask(row, links, null)).join(',')}]}`, headers: out };
+      return { status: 201, jsonText: `{"data":[${rows.map((row, i) => renderTask(row, links, null, places[i] ?? null)).join(',')}]}`, headers: out };
     },
   });
 }

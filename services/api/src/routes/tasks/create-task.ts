@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { creationTraceParent, traceIdOf } from '@taskapi/telemetry';
 import { TASK_KIND_CATALOG, type TaskKind } from '@taskapi/task-kinds';
-import { requestFingerprint, type IdempotencyRequest } from '../../domain/create-task';
+import { requestFingerprint, scheduledTask, type IdempotencyRequest } from '../../domain/create-task';
 import { createTaskSchemas, draftTask } from '../../domain/task-input';
-import { renderTask } from '../../domain/task-view';
+import { renderTask, type TaskQueue } from '../../domain/task-view';
 import { locals } from '../../http/request-context';
 import { defineRoute } from '../../http/route';
 import { taskSchema } from '../../schemas/tasks';
@@ -127,12 +127,16 @@ export function createTaskRoute(kind: TaskKind) {
       const { row, replayed } = await taskCreator.create(principal, draft, config.taskCosts[kind], idempotency, traceParent);
       ctx.publicId = row.public_id;
       const out: Record<string, string> = { Location: `${config.publicBaseUrl}/api/tasks/${row.public_id}` };
+      let place: TaskQueue | null = null;
       if (replayed) {
         out['Idempotent-Replayed'] = 'true';
+        // The first answer's task, with its place as it stands now (none once it left the scheduler).
+        place = (await deps.taskReader.queuesOf([row])).get(row.public_id) ?? null;
       } else {
         metrics.tasksCreated.inc({ kind, key_type: principal.type });
         try {
-          await enqueueTask(kind, { publicId: row.public_id, accountId: principal.accountId, order: row.id, createdAt: row.created_at, traceParent });
+          const position = await enqueueTask(kind, scheduledTask(row, principal.accountId, traceParent));
+          if (position) place = { ahead: position.ahead, heldByAccountCap: position.heldByCap };
         } catch (err) {
           // The task is committed and paid for; the sweeper gives the scheduler queued tasks it does not know.
           logger.error('could not enqueue task; left for the sweeper', { public_id: row.public_id, error: err });
@@ -146,9 +150,9 @@ export function createTaskRoute(kind: TaskKind) {
         return undefined;
       });
       if (waited?.gone) return { sent: true };
-      // A task just created is queued: no progress yet.
-      const answer = waited?.task ?? { row, progress: null };
-      return { status: 201, jsonText: renderTask(answer.row, await deps.fileLinks.forRows([answer.row]), answer.progress), headers: { ...out, ...waited?.headers } };
+      // A task just created is queued: no progress yet, its place as its submission found it.
+      const answer = waited?.task ?? { row, progress: null, queue: place };
+      return { status: 201, jsonText: renderTask(answer.row, await deps.fileLinks.forRows([answer.row]), answer.progress, answer.queue), headers: { ...out, ...waited?.headers } };
     },
   });
 }

@@ -27,6 +27,6 @@ export const getTaskRoute = defineRoute({
     if (waited?.gone) return { sent: true };
     const task = waited ? waited.task : await deps.taskReader.read(principal, params.publicId, prefetched);
     if (!task) throw new ApiError('TASK_NOT_FOUND');
-    return { status: 200, jsonText: renderTask(task.row, await deps.fileLinks.forRows([task.row]), task.progress), headers: waited?.headers };
+    return { status: 200, jsonText: renderTask(task.row, await deps.fileLinks.forRows([task.row]), task.progress, task.queue), headers: waited?.headers };
   },
 });

@@ -27,5 +27,5 @@ export const taskEventsRoute = defineRoute({
   },
   errors: ['TOO_MANY_TASK_STREAMS', 'TASK_STREAMS_UNAVAILABLE'],
   handler: ({ params }, { deps, principal, res }) =>
-    streamTaskEvents(deps, res, principal.accountId, params.publicId, async (task) => renderTask(task.row, await deps.fileLinks.forRows([task.row]), task.progress)),
+    streamTaskEvents(deps, res, principal.accountId, params.publicId, async (task) => renderTask(task.row, await deps.fileLinks.forRows([task.row]), task.progress, task.queue)),
 });

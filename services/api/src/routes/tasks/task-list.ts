@@ -1,7 +1,7 @@
 // Shared by the two task lists: `/api/tasks` (API key) and `/api/console/tasks` (session).
 import { z } from 'zod';
 import { TASK_STATUSES } from '@taskapi/domain';
-import { TASK_KINDS } from '@taskapi/task-kinds';
+import { FAIRNESS_KEY, TASK_KINDS } from '@taskapi/task-kinds';
 import { isId } from '@taskapi/ids';
 import type { ApiDeps } from '../../deps';
 import { listTasks } from '../../domain/task-queries';
@@ -26,6 +26,11 @@ export const listTasksQuerySchema = z.strictObject({
     .enum(TASK_KINDS, { error: `must be one of ${TASK_KINDS.join(', ')}` })
     .optional()
     .meta({ description: 'Only tasks of this kind.' }),
+  fairness_key: z
+    .string({ error: 'must be given once' })
+    .regex(FAIRNESS_KEY, { error: 'must be 1 to 64 characters from A-Z a-z 0-9 . _ : @ -' })
+    .optional()
+    .meta({ description: 'Only tasks created with this `fairness_key`.', example: 'user-42' }),
   limit: z
     .string({ error: 'must be given once' })
     .regex(/^\d{1,3}$/, { error: ONE_TO_HUNDRED })
@@ -43,6 +48,7 @@ export const listTasksQuerySchema = z.strictObject({
 export const TASK_LIST_INVALID_EXAMPLES = [
   ['status has a value outside 0,10,20,30,40', 'status', 'must be one or more of 0, 10, 20, 30, 40, comma-separated'],
   ['kind is not a task kind', 'kind', `must be one of ${TASK_KINDS.join(', ')}`],
+  ['fairness_key with a character keys cannot hold', 'fairness_key', 'must be 1 to 64 characters from A-Z a-z 0-9 . _ : @ -'],
   ['limit out of range', 'limit', ONE_TO_HUNDRED],
   ['A query parameter given twice', 'limit', 'must be given once'],
   ['An unknown query parameter', 'page', 'is not a known field'],
@@ -53,10 +59,10 @@ export const TASK_LIST_INVALID_EXAMPLES = [
  * (`files[].url` of the task API), or under the console's `filesRoot` when given.
  */
 export async function renderTaskList(deps: ApiDeps, accountId: string, q: z.output<typeof listTasksQuerySchema>, filesRoot?: string): Promise<string> {
-  const { rows, nextCursor } = await listTasks(deps.repos.tasks, accountId, { statuses: q.status, kind: q.kind, limit: q.limit ?? 20, cursor: q.cursor });
+  const { rows, nextCursor } = await listTasks(deps.repos.tasks, accountId, { statuses: q.status, kind: q.kind, fairnessKey: q.fairness_key, limit: q.limit ?? 20, cursor: q.cursor });
   const [urlOf, tasks] = await Promise.all([
     filesRoot ? routeFileUrls(deps.config.publicBaseUrl, filesRoot) : deps.fileLinks.forRows(rows),
     deps.taskReader.withProgress(accountId, rows),
   ]);
-  return `{"data":[${tasks.map((t) => renderTask(t.row, urlOf, t.progress)).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`;
+  return `{"data":[${tasks.map((t) => renderTask(t.row, urlOf, t.progress, t.queue)).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`;
 }
