@@ -52,6 +52,7 @@ import { lightWebhookLatency, pipelineRun, type PipelineContext, type PipelineRu
 import { ROOT, startApi, startProcess, stop } from './processes';
 import { tracingFigures, type PipelineTracingMode } from './tracing-figures';
 import { batchFigures } from './batch-figures';
+import { steeringFigures } from './steering-figures';
 import { nowMs, startBenchReceiver } from './receiver';
 import { measureStartup, measureWorkerStop, rssMb, type Service } from './runtime-figures';
 import { formatTarget, median, percentile, type Target } from './stats';
@@ -74,6 +75,8 @@ const FAIRNESS_TASKS = num('BENCH_FAIRNESS_TASKS', 600, 300);
 const FAIRNESS_BURST = num('BENCH_FAIRNESS_BURST', 60, 40);
 const FAIRNESS_ACCOUNTS = 100;
 const BATCH_SETS = num('BENCH_BATCH_SETS', 5, 3);
+const STEERING_LINE = num('BENCH_STEERING_LINE', 100_000, 20_000);
+const STEERING_CANCEL = num('BENCH_STEERING_CANCEL', 10_000, 5_000);
 const COG_LIGHT_TASKS = num('BENCH_COG_LIGHT_TASKS', 30, 15);
 const COG_LOAD_TASKS = num('BENCH_COG_LOAD_TASKS', 200, 100);
 const DISPATCHER_CONCURRENCY = Number(process.env.BENCH_DISPATCHER_CONCURRENCY ?? 20);
@@ -336,7 +339,7 @@ async function clusterFigures(env: NodeJS.ProcessEnv, ctx: PipelineContext, read
 }
 
 /** Sections run (BENCH_ONLY=size,express,light,batch,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime; default all). */
-const SECTIONS = ['size', 'express', 'light', 'batch', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'cog', 'tracing', 'runtime'] as const;
+const SECTIONS = ['size', 'express', 'light', 'batch', 'steering', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'cog', 'tracing', 'runtime'] as const;
 const ONLY = new Set((process.env.BENCH_ONLY ?? SECTIONS.join(',')).split(',').map((x) => x.trim()));
 const runs = (section: (typeof SECTIONS)[number]) => ONLY.has(section);
 
@@ -516,6 +519,35 @@ async function main(): Promise<void> {
       );
       console.log(`   rounds (sequential / concurrent / batch): ${b.rounds.map((r) => `${r.singleSequential.toFixed(0)} / ${r.singleConcurrent.toFixed(0)} / ${r.batch.toFixed(0)}`).join(', ')}`);
       console.log(`(${elapsed()})`);
+    }
+    // 13. Steering: the queue position on a read, bulk cancel.
+    if (runs('steering')) {
+      const keys = await extraAccounts(BENCH_DB, env, 3);
+      const st = await steeringFigures(
+        { base, databaseUrl: BENCH_DB, redisUrl: BENCH_REDIS, keys: [keys[0]!, keys[1]!, keys[2]!], rounds: ROUNDS, load: (name, url, h) => load(name, { url, headers: h }) },
+        STEERING_LINE,
+        STEERING_CANCEL,
+      );
+      console.log(
+        `\n13. Steering. GET /api/tasks/{id} of a queued task, ${CONNECTIONS} connections, median of ${ROUNDS} interleaved rounds: ` +
+          `alone in its line ${st.readShort.toFixed(0)} req/s (p99 ${ms(st.p99Short)} ms), at the back of a line of ${st.line.toLocaleString('en')} ` +
+          `(queue.ahead ${(st.line - 1).toLocaleString('en')}) ${st.readLong.toFixed(0)} req/s (p99 ${ms(st.p99Long)} ms): ${pct(st.ratio)}.`,
+      );
+      console.log(`   rounds (alone / back of the line): ${st.rounds.map((r) => `${r.short.toFixed(0)} / ${r.long.toFixed(0)}`).join(', ')}`);
+      console.log(`   Redis time of a read's script calls (rate limit with the marker prefetch, the position), one read at a time: alone ${st.redisUsShort.toFixed(0)} µs, back of the line ${st.redisUsLong.toFixed(0)} µs.`);
+      for (const c of st.cancels) {
+        console.log(
+          `   Bulk cancel by filter of ${c.tasks.toLocaleString('en')} queued tasks: ${c.seconds.toFixed(2)} s (${(c.tasks / c.seconds).toFixed(0)} tasks/s); ` +
+            `${c.statements} cancelling statements seen, the longest running ${ms(c.longestStatementMs)} ms (sampled every 2 ms); the longest Redis script call ${c.longestScriptMs.toFixed(2)} ms.`,
+        );
+      }
+      console.log(`(${elapsed()})`);
+      const tenThousand = st.cancels[0]!;
+      targets.push(
+        { name: 'read-long-line-vs-alone', measured: st.ratio, comparison: '>=', goal: 90, unit: '%' },
+        { name: 'bulk-cancel-longest-statement', measured: tenThousand.longestStatementMs, comparison: '<', goal: 100, unit: ' ms' },
+        { name: 'bulk-cancel-longest-script', measured: tenThousand.longestScriptMs, comparison: '<', goal: 10, unit: ' ms', decimals: 2 },
+      );
     }
     if (hello) await stop(hello.child);
 
