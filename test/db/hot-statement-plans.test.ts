@@ -204,7 +204,7 @@ describe('hot statements under a backlog the statistics have not seen', () => {
 
   it("a bulk cancel by filter pages through the account's unfinished tasks by index, a page at a time", async () => {
     await dropOldShapes();
-    const pages = await scansOf((db) => new TaskRows(db).cancelCandidates(accountId, { status: 0, fairnessKey: 'user-1' }, task.id, 200));
+    const pages = await scansOf((db) => new TaskRows(db).cancelCandidates(accountId, { status: 0, fairnessKey: 'user-1' }, task.id, 200, '9000000000'));
     expect(pages.filter((s) => s.type === 'Seq Scan' && s.relation === 'tasks')).toEqual([]);
     expect(pages.filter((s) => s.relation === 'tasks').length).toBeGreaterThan(0);
   });

@@ -211,7 +211,7 @@ describe('the migrated database matches prisma/schema.prisma', () => {
       api_keys_one_active_key_per_grant: '(revoked_at IS NULL)',
       tasks_retention_idx: '((status = ANY (ARRAY[20, 30, 40])) AND (files_expired_at IS NULL))',
       tasks_not_finished_idx: '(finished_at IS NULL)',
-      tasks_expiry_idx: '((status = 0) AND (expires_at IS NOT NULL))',
+      tasks_expiry_idx: '((status = 0) AND (expires_at IS NOT NULL) AND (started_at IS NULL))',
       tasks_fairness_key_idx: '(fairness_key IS NOT NULL)',
       webhook_deliveries_due_idx: '(next_attempt_at IS NOT NULL)',
     });

@@ -2,6 +2,7 @@
 // a crash before each; the result is always status 40, one refund, no webhook, no place held, and
 // a prediction the task left noted for a worker to cancel.
 import { TaskStatus } from '@taskapi/domain';
+import { TaskRows } from '../src';
 import { crashAt, faultAt, Harness, KIND, type FaultSwitch } from './support/harness';
 
 let h: Harness;
@@ -35,6 +36,22 @@ it('a queued task: status 40 and the refund in one statement, the marker, its pl
   expect((await h.state(publicId)).refunds).toBe(1);
   // Another account's cancel finds nothing.
   expect(await lifecycle.cancels.cancel('acct_someone_else', publicId)).toBeNull();
+});
+
+it("a bulk cancel by filter takes the tasks matching when it came: not one that left the filter's status, nor one created after", async () => {
+  const [queued, started] = [await h.create(), await h.create()];
+  const { lifecycle } = h.lifecycle();
+  const rows = new TaskRows(h.api.deps.db.pool);
+  // Claimed between the filter's page and its statement: a filter on status 0 leaves it running.
+  await h.api.deps.db.pool.query('UPDATE tasks SET status = 10, started_at = now() WHERE public_id = $1', [started]);
+  expect(await rows.cancelMany(h.account.id, [queued, started], [null, null], [TaskStatus.queued])).toEqual([expect.objectContaining({ public_id: queued })]);
+  // The filter's bound: tasks created after it started are not its.
+  const upTo = await rows.newestTaskId();
+  const later = await h.create();
+  expect((await rows.cancelCandidates(h.account.id, {}, null, 10, upTo)).map((t) => t.public_id)).toEqual([started]);
+  expect(await lifecycle.cancels.cancelMatching(h.account.id, { status: TaskStatus.queued })).toBe(1);
+  expect((await h.state(later)).status).toBe(TaskStatus.cancelled);
+  expect((await h.state(started)).status).toBe(TaskStatus.processing);
 });
 
 it('keeps the progress a running task had reached', async () => {

@@ -30,6 +30,19 @@ it('enqueue: a task whose submission never reached the scheduler is restored in 
   expect(settled).toMatchObject({ status: TaskStatus.completed, charges: 1, refunds: 0 });
 });
 
+it('a task that started once and is queued again past its deadline (a hand-back, a retry) is restored without it, and runs', async () => {
+  const publicId = await h.create({ extra: { ttl_seconds: 60 } });
+  // As a hand-back leaves it (queued, started_at kept), after its deadline; then Redis lost everything.
+  await h.api.deps.db.pool.query("UPDATE tasks SET started_at = now() - interval '2 minutes', expires_at = now() - interval '1 minute' WHERE public_id = $1", [publicId]);
+  await h.redis.flushdb();
+  await h.repair();
+  expect((await h.state(publicId)).scheduled).toBe('pending');
+  // Neither the scheduler (no deadline restored) nor the expiry (it has started) drops it.
+  const { lifecycle } = h.lifecycle();
+  expect(await lifecycle.expiry.expireDue()).toBe(0);
+  expect(await h.settle(publicId)).toMatchObject({ status: TaskStatus.completed, charges: 1, refunds: 0 });
+});
+
 it('a released task whose job Redis lost gets the same job again; a place counted for an ended task is freed', async () => {
   const publicId = await h.create();
   const { lifecycle } = h.lifecycle();

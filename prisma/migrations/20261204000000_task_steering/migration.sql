@@ -11,14 +11,8 @@ ALTER TABLE "tasks" ADD COLUMN "priority" INTEGER,
 ALTER TABLE "tasks" ADD CONSTRAINT "tasks_priority_in_range" CHECK (priority BETWEEN -86400 AND 86400) NOT VALID;
 ALTER TABLE "tasks" ADD CONSTRAINT "tasks_ttl_in_range" CHECK (ttl_seconds BETWEEN 1 AND 604800) NOT VALID;
 ALTER TABLE "tasks" ADD CONSTRAINT "tasks_fairness_key_format" CHECK (fairness_key ~ '^[A-Za-z0-9._:@-]{1,64}$') NOT VALID;
-
--- The expiry sweep's view: queued tasks with a deadline, soonest first. `status = 0`: per-task
--- statements say `status IN (0, 10)`, which does not imply it, so the planner cannot mistake this
--- index for theirs (test/db/hot-statement-plans.test.ts).
-CREATE INDEX "tasks_expiry_idx" ON "tasks" ("expires_at") WHERE status = 0 AND expires_at IS NOT NULL;
-
--- GET /api/tasks?fairness_key=: one account's tasks of one key, newest first.
-CREATE INDEX "tasks_fairness_key_idx" ON "tasks" ("account_id", "fairness_key", "id" DESC) WHERE fairness_key IS NOT NULL;
+-- Validated in the next migration (a lock that lets reads and writes go on); their indexes are
+-- built CONCURRENTLY in the two after it.
 
 -- create_tasks takes the three fields (defaults NULL: a replica of the previous release, calling
 -- with its arguments, still creates tasks). The old signature goes first, or its calls would be

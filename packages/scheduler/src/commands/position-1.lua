@@ -16,7 +16,12 @@ for i = 4, #ARGV do
   local r = decode(rcall('HGET', TASKS, id))
   if r then
     local ahead = 0
-    if r.state == 'p' then ahead = tonumber(rcall('ZRANK', groupLineKey(r.kind, r.acct, r.group), groupMember(id, r))) or 0 end
+    if r.state == 'p' then
+      -- A task recorded by the previous release is in no group's line until it nears the head:
+      -- its rank in its account's line stands in (its tasks ahead are of the same kind, and keyless).
+      ahead = tonumber(rcall('ZRANK', groupLineKey(r.kind, r.acct, r.group), groupMember(id, r)))
+        or tonumber(rcall('ZRANK', lineKey(r.kind, r.acct), id)) or 0
+    end
     found[id] = { state = STATE_NAMES[r.state], ahead = ahead, held_by_cap = runningOf(r.acct) >= capOf(r.acct) }
     any = true
   end

@@ -181,9 +181,10 @@ UPDATE tasks SET status = 0
 
 const STATUS = statement('worker-task-status', 'SELECT status FROM tasks WHERE public_id = $1', z.object({ status: z.number() }));
 
+// A task that has started once never expires: its deadline is left out of its restored record.
 const PENDING_PAGE = statement(
   'worker-sweep-tasks',
-  `SELECT id::text AS id, public_id, account_id, created_at, priority, expires_at, fairness_key FROM tasks
+  `SELECT id::text AS id, public_id, account_id, created_at, priority, CASE WHEN started_at IS NULL THEN expires_at END AS expires_at, fairness_key FROM tasks
     WHERE finished_at IS NULL AND status IN (0, 10) AND created_at < now() - make_interval(secs => $2::float8 / 1000)
       AND kind::text = $1
       AND ($3::timestamptz IS NULL OR (created_at, id) > ($3::timestamptz, $4::bigint))
@@ -249,13 +250,17 @@ SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.stat
  ORDER BY t.id`;
 
 // Queued, never started, past its deadline: status 40 with `expired`, refunded; at most $1 a call,
-// soonest first. SKIP LOCKED: a task being claimed or cancelled right now is that one's.
+// soonest first. SKIP LOCKED: a task being claimed or cancelled right now is that one's. One replica
+// at a time (the transaction's advisory lock; the others find nothing this time round): two sweeps
+// refunding tasks of the same accounts in different orders could deadlock on the balances.
+const EXPIRY_LOCK = 0x7a5e_0001;
 const EXPIRE_DUE = statement(
   'lifecycle-expire-due',
   `
-WITH due AS (
-  SELECT id FROM tasks
-   WHERE status = 0 AND expires_at IS NOT NULL AND expires_at <= now() AND started_at IS NULL
+WITH gate AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(${EXPIRY_LOCK}) AS mine),
+due AS (
+  SELECT id FROM tasks, gate
+   WHERE gate.mine AND status = 0 AND expires_at IS NOT NULL AND expires_at <= now() AND started_at IS NULL
    ORDER BY expires_at
    LIMIT $1
    FOR UPDATE SKIP LOCKED
@@ -270,8 +275,9 @@ ${REFUNDS_OF_ENDED}`,
   ENDED_ROW,
 );
 
-// The account's tasks of `ids` still queued or processing: status 40, refunded, each keeping the
-// progress given for it (the running ones': what they had reached). The tasks are found by their
+// The account's tasks of `ids` still in one of the statuses $4 (queued or processing; a filter's own
+// status): status 40, refunded, each keeping the progress given for it (the running ones': what
+// they had reached). The tasks are found by their
 // public ids alone and only then checked for account and status: with the account and status in
 // the same scan, stale statistics (a burst since the last ANALYZE) let the planner walk the
 // account's whole backlog through tasks_account_id_status_id_idx (test/db/hot-statement-plans.test.ts).
@@ -285,12 +291,12 @@ WITH found AS MATERIALIZED (
     JOIN tasks ON tasks.public_id = p.public_id
 ),
 picked AS (
-  SELECT id, progress FROM found WHERE account_id = $1 AND status IN (0, 10)
+  SELECT id, progress FROM found WHERE account_id = $1 AND status = ANY($4::smallint[])
 ),
 t AS (
   UPDATE tasks SET status = 40, finished_at = now(), progress = picked.progress
     FROM picked
-   WHERE tasks.id = picked.id AND tasks.status IN (0, 10)
+   WHERE tasks.id = picked.id AND tasks.status = ANY($4::smallint[])
   RETURNING tasks.id, tasks.public_id, tasks.account_id, tasks.grant_id, tasks.api_key_id, tasks.cost, tasks.status, tasks.kind, tasks.created_at, tasks.finished_at
 ),
 ${REFUNDS_OF_ENDED}`,
@@ -305,9 +311,13 @@ const CANCEL_CANDIDATES = statement(
       AND ($3::int IS NULL OR status = $3::int)
       AND ($4::text IS NULL OR fairness_key = $4::text)
       AND ($5::bigint IS NULL OR id > $5::bigint)
+      AND id <= $7::bigint
     ORDER BY tasks.id LIMIT $6`,
   z.object({ id: z.string(), public_id: z.string(), status: z.number() }),
 );
+
+// The newest task id now: a bulk cancel by filter stops there (tasks created while it runs are not its).
+const NEWEST_TASK_ID = statement('lifecycle-newest-task-id', 'SELECT COALESCE(max(id), 0)::text AS id FROM tasks', z.object({ id: z.string() }));
 
 const STATUSES_OF = statement(
   'lifecycle-statuses-of',
@@ -400,17 +410,25 @@ export class TaskRows {
   }
 
   /**
-   * Cancels those of the account's tasks `publicIds` still queued or processing (status 40,
-   * refunded in full, no webhook), each keeping `progress[i]` (null: none). Returns the ones it
-   * cancelled.
+   * Cancels those of the account's tasks `publicIds` still in one of `statuses` (queued or
+   * processing by default; status 40, refunded in full, no webhook), each keeping `progress[i]`
+   * (null: none). Returns the ones it cancelled.
    */
-  cancelMany(accountId: string, publicIds: readonly string[], progress: ReadonlyArray<number | null>): Promise<EndedTask[]> {
-    return queryRows(this.db, CANCEL_MANY, [accountId, publicIds, progress]);
+  cancelMany(accountId: string, publicIds: readonly string[], progress: ReadonlyArray<number | null>, statuses: readonly number[] = [0, 10]): Promise<EndedTask[]> {
+    return queryRows(this.db, CANCEL_MANY, [accountId, publicIds, progress, statuses]);
   }
 
-  /** The next `limit` of the account's non-terminal tasks matching `filter`, after `afterId`, oldest first. */
-  cancelCandidates(accountId: string, filter: CancelFilter, afterId: string | null, limit: number): Promise<Array<{ id: string; public_id: string; status: number }>> {
-    return queryRows(this.db, CANCEL_CANDIDATES, [accountId, filter.kind ?? null, filter.status ?? null, filter.fairnessKey ?? null, afterId, limit]);
+  /** The newest task's id (a bulk cancel by filter's upper bound). */
+  async newestTaskId(): Promise<string> {
+    return (await queryRows(this.db, NEWEST_TASK_ID, []))[0]!.id;
+  }
+
+  /**
+   * The next `limit` of the account's non-terminal tasks matching `filter`, after `afterId` and up
+   * to `upToId`, oldest first.
+   */
+  cancelCandidates(accountId: string, filter: CancelFilter, afterId: string | null, limit: number, upToId: string): Promise<Array<{ id: string; public_id: string; status: number }>> {
+    return queryRows(this.db, CANCEL_CANDIDATES, [accountId, filter.kind ?? null, filter.status ?? null, filter.fairnessKey ?? null, afterId, limit, upToId]);
   }
 
   /** The statuses of those of `publicIds` that are the account's (unknown ones left out). */

@@ -65,29 +65,33 @@ export class CancelSystem {
   }
 
   /**
-   * Bulk cancel by filter: every non-terminal task of the account matching `filter`, oldest first,
-   * CANCEL_BATCH at a time (no lock or script held for long, however many match). Returns how
-   * many it cancelled.
+   * Bulk cancel by filter: every non-terminal task of the account matching `filter` when the
+   * request came (tasks created meanwhile are not its), oldest first, CANCEL_BATCH at a time (no
+   * lock or script held for long, however many match). A task that left the filter's status in
+   * between (a queued one that started) is not cancelled. Returns how many it cancelled.
    */
   async cancelMatching(accountId: string, filter: CancelFilter): Promise<number> {
+    const { database } = this.r.stores;
+    const upTo = await database.newestTaskId();
+    const statuses = filter.status === undefined ? [TaskStatus.queued, TaskStatus.processing] : [filter.status];
     let cancelled = 0;
     let after: string | null = null;
     for (;;) {
-      const page = await this.r.stores.database.cancelCandidates(accountId, filter, after, CANCEL_BATCH);
+      const page = await database.cancelCandidates(accountId, filter, after, CANCEL_BATCH, upTo);
       if (page.length === 0) return cancelled;
-      cancelled += (await this.cancelBatch(accountId, page.map((t) => t.public_id))).length;
+      cancelled += (await this.cancelBatch(accountId, page.map((t) => t.public_id), statuses)).length;
       after = page[page.length - 1]!.id;
       if (page.length < CANCEL_BATCH) return cancelled;
     }
   }
 
   /** One batch: PostgreSQL, then the markers, the scheduler, the predictions, as the single cancel. */
-  private async cancelBatch(accountId: string, publicIds: readonly string[]): Promise<EndedTask[]> {
+  private async cancelBatch(accountId: string, publicIds: readonly string[], statuses?: readonly number[]): Promise<EndedTask[]> {
     const { database, markers, scheduler, predictions } = this.r.stores;
     // The progress each had reached (running ones), kept as theirs; without Redis, none.
     const progress = await Promise.all(publicIds.map((id) => markers.storedProgress(accountId, id).then(parseProgress, () => null)));
     const cancelled = await this.writer.run(`cancel (${publicIds.length})`, publicIds[0] ?? '', {
-      database: () => database.cancelMany(accountId, publicIds, progress),
+      database: () => database.cancelMany(accountId, publicIds, progress, statuses),
       markers: (ended) => Promise.all(ended.map((t) => markers.status(t.account_id, t.public_id, t.status))),
       scheduler: (ended) => Promise.all([...byKind(ended)].map(([kind, ids]) => scheduler.cancelMany(kind, ids))),
       predictions: (ended) => Promise.all(ended.flatMap((t) => (isTaskKind(t.kind) ? [predictions.abandon(t.kind, t.public_id)] : []))),

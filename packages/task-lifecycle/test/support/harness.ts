@@ -164,9 +164,9 @@ export class Harness {
     return { runs, slots };
   }
 
-  /** Creates a task through the API (charged, in the scheduler), with a callback unless told otherwise. */
-  async create(opts: { callback?: boolean } = {}): Promise<string> {
-    const body = { prompt: 'lifecycle', width: 64, height: 64, ...(opts.callback === false ? {} : { callback_url: 'https://receiver.example/hook' }) };
+  /** Creates a task through the API (charged, in the scheduler), with a callback unless told otherwise, and `extra` fields. */
+  async create(opts: { callback?: boolean; extra?: Record<string, unknown> } = {}): Promise<string> {
+    const body = { prompt: 'lifecycle', width: 64, height: 64, ...(opts.callback === false ? {} : { callback_url: 'https://receiver.example/hook' }), ...opts.extra };
     const res = await this.api.req('POST', `/api/tasks/${KIND}`, { headers: withKey(this.key), body });
     if (res.status !== 201) throw new Error(`create answered ${res.status}: ${res.text}`);
     return res.body.public_id as string;

@@ -11,6 +11,11 @@
   its start is reported, so a start can wait for the worker's next call (saving a round trip).
 ]]
 
+-- A pending task is released until this long after its deadline by Redis's clock: PostgreSQL's
+-- clock decides the expiry (a claim refuses a task past it), so only a task the expiry sweep should
+-- have taken out long ago is dropped here.
+local DEADLINE_MARGIN_MS = 5000
+
 -- Kinds whose next release may have changed during this call: released for at its end.
 local dirty = {}
 -- What this call released (each `{kind, task, account, release, front}`, front: to the head of
@@ -194,17 +199,24 @@ local function release(kind)
     elseif not hr or hr.state ~= 'p' or hr.kind ~= kind or hr.acct ~= acct then
       -- The head of its line unknown, corrupt, or contradicting its record: off the line,
       -- reported, and the next one goes. A corrupt record goes too, so the sweeper can give the
-      -- task back.
+      -- task back. A task no longer pending leaves its group's line too; a pending one of another
+      -- kind or account keeps its own lines (only this stray entry goes).
       rcall('ZREM', line, head[1])
-      if hr then
+      if not hr then
+        rcall('HDEL', TASKS, head[1])
+      elseif hr.state ~= 'p' then
         rcall('ZREM', groupLineKey(hr.kind, hr.acct, hr.group), groupMember(head[1], hr))
         placeGroup(hr.kind, hr.acct, hr.group)
-      else
-        rcall('HDEL', TASKS, head[1])
       end
       skip(head[1])
       place(kind, acct, runningOf(acct), capOf(acct))
     else
+      -- The account's oldest task in its group's line first: one recorded by the previous release
+      -- (no group line) joins its group as it comes to the head, so it keeps its place.
+      if not rcall('ZSCORE', groupLineKey(kind, acct, hr.group), groupMember(head[1], hr)) then
+        rcall('ZADD', groupLineKey(kind, acct, hr.group), num(hr.effective), groupMember(head[1], hr))
+        placeGroup(kind, acct, hr.group)
+      end
       local id, g, member = nextOf(kind, acct)
       if not id then
         -- Pending tasks in its line but in no group's line (recorded by the previous release):
@@ -212,15 +224,24 @@ local function release(kind)
         regroup(kind, acct)
       else
         local r = decode(rcall('HGET', TASKS, id))
-        if not r or r.state ~= 'p' or r.kind ~= kind or r.acct ~= acct or r.group ~= g then
+        if r and r.state == 'p' and r.kind == kind and r.acct == acct and r.group ~= g then
+          -- A stale entry in another group's line: moved to its own group, its place kept.
+          rcall('ZREM', groupLineKey(kind, acct, g), member)
+          rcall('ZADD', groupLineKey(kind, acct, r.group), num(r.effective), groupMember(id, r))
+          placeGroup(kind, acct, g)
+          placeGroup(kind, acct, r.group)
+          skip(id)
+        elseif not r or r.state ~= 'p' or r.kind ~= kind or r.acct ~= acct then
           rcall('ZREM', groupLineKey(kind, acct, g), member)
           rcall('ZREM', line, id)
           placeGroup(kind, acct, g)
           if not r then rcall('HDEL', TASKS, id) end
           skip(id)
           place(kind, acct, runningOf(acct), capOf(acct))
-        elseif r.deadline > 0 and NOW >= r.deadline then
-          -- Past its deadline: never released (the expiry sweep expires it in PostgreSQL).
+        elseif r.deadline > 0 and NOW >= r.deadline + DEADLINE_MARGIN_MS then
+          -- Well past its deadline: never released (the expiry sweep expires it in PostgreSQL,
+          -- whose clock decides; the margin keeps a Redis clock running ahead of it from dropping a
+          -- task the claim would still take).
           move(id, r, 'x')
           expired[#expired + 1] = id
         else

@@ -43,6 +43,8 @@ for i = 7, 6 + 6 * starts, 6 do
     local r = decode(rcall('HGET', TASKS, id))
     if not r then r = record(kind, ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]) end
     r.n = math.max(r.n, tonumber(ARGV[i + 5]) or 0)
+    -- Started: it never expires (a hand-back or retry releases it again whatever its deadline).
+    r.deadline = 0
     if r.state ~= 'a' then move(id, r, 'a') end
   end
 end

@@ -17,8 +17,8 @@
   effective its place within its account and kind (created minus its priority, in ms), deadline
   when it expires if still pending (Unix ms, 0: never), group its fairness key ('*': none; keys are
   of A-Z a-z 0-9 . _ : @ -). Records of the previous release (the first six fields) read as
-  effective = created, no deadline, no key. This file is the only place that reads or writes the
-  record format (decode, encode).
+  effective = created, no deadline, no key, and a task without any of the three is still written
+  in six fields. This file is the only place that reads or writes the record format (decode, encode).
 
   Within an account and kind, pending tasks wait in one line per group, `kline:<kind>:<account>:<group>`,
   scored by effective (ties: the member, the zero-padded order, then the id), and the groups with
@@ -90,8 +90,11 @@ local function decode(v)
   }
 end
 local function encode(r)
-  return r.state .. '|' .. r.kind .. '|' .. r.acct .. '|' .. num(r.order) .. '|' .. num(r.n) .. '|' .. num(r.created)
-    .. '|' .. num(r.effective) .. '|' .. num(r.deadline) .. '|' .. r.group
+  local base = r.state .. '|' .. r.kind .. '|' .. r.acct .. '|' .. num(r.order) .. '|' .. num(r.n) .. '|' .. num(r.created)
+  -- A task without priority, deadline or key keeps the previous release's six fields, which that
+  -- release's scripts read (a rolling upgrade: docs/operations.md, "Upgrade notes").
+  if r.effective == r.created and r.deadline == 0 and r.group == '*' then return base end
+  return base .. '|' .. num(r.effective) .. '|' .. num(r.deadline) .. '|' .. r.group
 end
 -- A task's member in its group's line: ties of effective go by creation order, then id.
 local function groupMember(id, r) return string.format('%015.0f', r.order) .. ':' .. id end
