@@ -137,6 +137,7 @@ export function generateClientTypes(): string {
   components.add(route('get', '/api/tasks').query!, 'input', 'ListTasksQuery');
   components.add(route('post', '/api/tasks/cancel').body!.schema, 'input');
   components.add(route('post', '/api/tasks/cancel').responses[200]!.schema!, 'output');
+  components.add(route('post', '/api/tasks/{publicId}/read-token').responses[201]!.schema!, 'output');
   for (const schema of [
     errorSchema,
     validationErrorSchema,

@@ -310,6 +310,18 @@ describe('a task traced end to end', () => {
     expect((await waitFor(() => api.logs.find((l) => l.path === cancelPath), { what: "the cancel's access line" })).trace_id).toBe(cancel.traceId);
   });
 
+  it("a read token in the query string never reaches a span's attributes", async () => {
+    const id = await created('image-generation', { prompt: 'a token in the query', width: 64, height: 64 });
+    const minted = await fetch(`${apiUrl}/api/tasks/${id}/read-token`, { method: 'POST', headers: withKey(key) });
+    const { token } = (await minted.json()) as { token: string };
+    const sampled = callerTrace('01');
+    expect((await fetch(`${apiUrl}/api/public/tasks/${id}?access_token=${token}&view=full`, { headers: { traceparent: sampled.header } })).status).toBe(200);
+    const span = await waitFor(() => collector.trace(sampled.traceId).find((s) => s.kind === KIND.server), { what: "the read's server span" });
+    expect(span.attributes['url.path']).toBe(`/api/public/tasks/${id}`);
+    expect(span.attributes['url.query']).toBe('access_token=REDACTED&view=full');
+    expect(JSON.stringify(collector.spans, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))).not.toContain(token.slice(4, 40));
+  });
+
   it('OTEL_NODE_ENABLED_INSTRUMENTATIONS=pg,ioredis adds PostgreSQL and Redis command spans to a creation', async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;

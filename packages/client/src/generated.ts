@@ -140,6 +140,13 @@ export interface RateLimited {
   retry_after: number;
 }
 
+export interface ReadToken {
+  /** The read token: URL-safe, carrying neither the API key nor any secret of the account. */
+  token: string;
+  /** When it stops reading the task (earlier when its trial grant ends first). */
+  expires_at: string;
+}
+
 /** A creation that would take the key's spend past its limit. Comes before `Insufficient credits.`. */
 export interface SpendLimitReached {
   message: "This key's spend limit is reached.";

@@ -112,6 +112,32 @@ const settings = {
       .optional(),
   ),
   /**
+   * Origins whose pages may read `/api/public/*` (browser read tokens, docs/api.md): comma-separated
+   * origins (`https://app.example.com`, scheme, host and port only) or `*` for any. Unset or empty:
+   * no CORS headers at all.
+   */
+  corsAllowedOrigins: variable(
+    'CORS_ALLOWED_ORIGINS',
+    z
+      .string()
+      .transform((raw, ctx): readonly string[] => {
+        const items = raw.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+        if (items.length === 1 && items[0] === '*') return ['*'];
+        for (const text of items) {
+          let origin: string | undefined;
+          try {
+            const u = new URL(text);
+            origin = (u.protocol === 'https:' || u.protocol === 'http:') && u.origin === text ? u.origin : undefined;
+          } catch {
+            origin = undefined;
+          }
+          if (!origin) ctx.issues.push({ code: 'custom', message: `"${text}" is not an origin (scheme://host[:port], no path or trailing slash), and * stands alone`, input: raw });
+        }
+        return items;
+      })
+      .optional(),
+  ),
+  /**
    * How many reverse proxies in front of the API append to `X-Forwarded-For`: the client address
    * (login throttle, key-reveal audit) is the entry that many hops from the right; 0 = the socket's peer.
    * `false` means 0; `true` (believe the left-most entry, which any client can forge) is refused
@@ -354,6 +380,8 @@ function complete(s: EnvValues) {
      * otherwise derived from `host` and `port` (e.g. `http://127.0.0.1:3000`). Never from a request.
      */
     publicBaseUrl: s.publicBaseUrl ?? derivedBaseUrl(host, s.port),
+    /** `CORS_ALLOWED_ORIGINS`: the origins answered with CORS headers on `/api/public/*` (`['*']`: any); empty: none. */
+    corsAllowedOrigins: s.corsAllowedOrigins ?? ([] as readonly string[]),
     jwtSecret,
     /** 32-byte AES-256-GCM key for API keys and webhook secrets at rest. */
     secretsKey: key,

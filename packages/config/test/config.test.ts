@@ -122,6 +122,19 @@ describe('configuration', () => {
     expect(loadConfig({ ...prod, HOST: '10.0.0.5' }).host).toBe('10.0.0.5');
   });
 
+  it('CORS_ALLOWED_ORIGINS: none by default, origins or * alone; anything else is refused naming it', () => {
+    expect(loadConfig({ ...SECRETS }).corsAllowedOrigins).toEqual([]);
+    expect(loadConfig({ ...SECRETS, CORS_ALLOWED_ORIGINS: '' }).corsAllowedOrigins).toEqual([]);
+    expect(loadConfig({ ...SECRETS, CORS_ALLOWED_ORIGINS: 'https://app.example.com, http://localhost:5173' }).corsAllowedOrigins).toEqual([
+      'https://app.example.com',
+      'http://localhost:5173',
+    ]);
+    expect(loadConfig({ ...SECRETS, CORS_ALLOWED_ORIGINS: '*' }).corsAllowedOrigins).toEqual(['*']);
+    for (const bad of ['https://app.example.com/', 'https://app.example.com/page', 'app.example.com', 'ftp://files.example.com', '*,https://a.example', 'https://user@a.example']) {
+      expect(() => loadConfig({ ...SECRETS, CORS_ALLOWED_ORIGINS: bad })).toThrow(/CORS_ALLOWED_ORIGINS: ".*" is not an origin/);
+    }
+  });
+
   it('TRUST_PROXY: a hop count (default 0); true is refused in production', () => {
     const prod = { ...SECRETS, NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://tasks.example.com' };
     expect(loadConfig({ ...SECRETS }).trustProxy).toBe(0);

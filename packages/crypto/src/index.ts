@@ -7,3 +7,5 @@ export type { ApiKeyType, GeneratedApiKey, ParsedApiKey } from './api-key';
 export { generateWebhookSecret, webhookSecretContext, webhookSignature, webhookSigningKeys, standardWebhookSignature } from './webhook-secret';
 export type { WebhookSigningKeys } from './webhook-secret';
 export { ModelWebhookTokens } from './model-webhook';
+export { ReadTokens, READ_TOKEN_PREFIX } from './read-token';
+export type { ReadTokenClaim } from './read-token';

@@ -8,6 +8,7 @@ import {
   hmacSha256Hex,
   parseApiKey,
   randomBase62,
+  ReadTokens,
   safeEqual,
   sha256Hex,
   verifyPassword,
@@ -33,6 +34,30 @@ describe('secret box (AES-256-GCM)', () => {
     expect(() => decryptSecret(key, `v1.${raw.toString('base64url')}`, 'ctx')).toThrow('could not be decrypted');
     expect(() => decryptSecret(key, 'v2.abc', 'ctx')).toThrow('Unknown secret format');
     expect(() => decryptSecret(key, 'v1.abc', 'ctx')).toThrow('Truncated');
+  });
+});
+
+describe('read tokens', () => {
+  const tokens = new ReadTokens(randomBytes(32));
+  const claim = { keyId: 'key_3Fq9Xm2Lp7Vn4Rb8Yc1Zd', publicId: 'task_3kT9xQ2mLp7Vn4Rb8Yc1Zd', expiresAt: 1_767_229_200 };
+
+  it('round-trip; URL-safe; show nothing of the claim; never the same token twice', () => {
+    const token = tokens.seal(claim);
+    expect(token).toMatch(/^trt_[A-Za-z0-9_-]+$/);
+    expect(encodeURIComponent(token)).toBe(token);
+    expect(tokens.open(token)).toEqual(claim);
+    expect(tokens.seal(claim)).not.toBe(token);
+    const decoded = Buffer.from(token.slice(4), 'base64url').toString('latin1');
+    for (const part of [claim.keyId, claim.publicId, String(claim.expiresAt), 'key_', 'task_']) expect(decoded).not.toContain(part);
+  });
+
+  it('refuses forgeries, alterations, truncations, another SECRETS_KEY and garbage', () => {
+    const token = tokens.seal(claim);
+    const flipped = token.slice(0, 20) + (token[20] === 'A' ? 'B' : 'A') + token.slice(21);
+    for (const bad of [flipped, token.slice(0, -2), `${token}x`, `${token}xy`, 'trt_', 'trt_AAAA', `${token}x`.replace('trt_', 'rt_'), 'trt_' + 'A'.repeat(500), 'trt_***', '', 'sk-live-x']) {
+      expect({ bad, claim: tokens.open(bad) }).toEqual({ bad, claim: null });
+    }
+    expect(new ReadTokens(randomBytes(32)).open(token)).toBeNull();
   });
 });
 

@@ -18,6 +18,7 @@ const SENSITIVE = new Set([
   'cookie',
   'set-cookie',
   'token',
+  'access_token',
   'webhook_secret',
   'webhooksecret',
   'secret',
@@ -26,13 +27,15 @@ const SENSITIVE = new Set([
 ]);
 
 const REDACTED = '[redacted]';
-/** Anything shaped like one of our API keys (not just its 8-character prefix) or webhook secrets. */
-const SECRET_PATTERN = /\b(sk-(?:live|test)-)[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9+/=]{8,}/g;
+/** Anything shaped like one of our API keys (not just its 8-character prefix), webhook secrets or read tokens. */
+const SECRET_PATTERN = /\b(sk-(?:live|test)-)[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9+/=]{8,}|\btrt_[A-Za-z0-9_-]{16,}/g;
 
 function scrubString(s: string): string {
   // Every match holds one of these literally: most strings are returned without running the pattern.
-  if (!s.includes('sk-') && !s.includes('whsec_')) return s;
-  return s.replace(SECRET_PATTERN, (m, keyPrefix: string | undefined) => (keyPrefix ? `${keyPrefix}${REDACTED}` : `whsec_${REDACTED}`));
+  if (!s.includes('sk-') && !s.includes('whsec_') && !s.includes('trt_')) return s;
+  return s.replace(SECRET_PATTERN, (m, keyPrefix: string | undefined) =>
+    keyPrefix ? `${keyPrefix}${REDACTED}` : m.startsWith('trt_') ? `trt_${REDACTED}` : `whsec_${REDACTED}`,
+  );
 }
 
 function scrub(value: unknown, depth: number): unknown {

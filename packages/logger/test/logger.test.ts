@@ -11,7 +11,7 @@ describe('logger', () => {
     const logger = createLogger({ service: 'test', level: 'info', stream });
     const key = 'sk-live-' + 'A'.repeat(40);
     logger.info('login', { email: 'a@b.c', password: 'hunter22', headers: { 'x-api-key': key, authorization: 'Bearer abc' } });
-    logger.warn(`used ${key} and whsec_${'B'.repeat(44)}`, { nested: { deeper: { plaintext_key: key, note: `key=${key}` } } });
+    logger.warn(`used ${key} and whsec_${'B'.repeat(44)}`, { nested: { deeper: { plaintext_key: key, note: `key=${key}`, url: `/api/public/tasks/x?access_token=trt_${'C'.repeat(60)}` } }, access_token: 'trt_x' });
     logger.error('failed', { error: new Error(`bad key ${key}`) });
     logger.debug('not written at info level');
     await new Promise((r) => setImmediate(r));
@@ -23,6 +23,8 @@ describe('logger', () => {
     expect(out).not.toContain('hunter22');
     expect(out).not.toContain('A'.repeat(40));
     expect(out).not.toContain('B'.repeat(44));
+    expect(out).not.toContain('C'.repeat(60));
+    expect(out).toContain('access_token=trt_[redacted]');
     expect(out).not.toContain('Bearer abc');
     expect(out).toContain('sk-live-[redacted]');
     expect(JSON.parse(lines[0] as string)).toMatchObject({ service: 'test', level: 'info', message: 'login', email: 'a@b.c', password: '[redacted]' });

@@ -21,6 +21,9 @@ import type { Context } from '@opentelemetry/api';
 import type { Span } from '@opentelemetry/sdk-trace';
 import { TracePolicySampler } from './trace-policy';
 
+/** Query parameters whose values spans never carry: the instrumentation's defaults and our read token. */
+export const REDACTED_QUERY_PARAMS = ['sig', 'Signature', 'AWSAccessKeyId', 'X-Goog-Signature', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token', 'access_token'];
+
 /** What `startTelemetry` reads: `config.telemetry` of @taskapi/config (the standard `OTEL_*` variables). */
 export interface TelemetrySettings {
   sdkDisabled: boolean;
@@ -172,7 +175,9 @@ export function startTelemetry(defaultServiceName: string, settings: TelemetrySe
     instrumentations: [
       // No Express instrumentation: the route table names the server span and sets http.route
       // (nameServerSpan), and a span per middleware was a large part of the cost of a read.
-      new HttpInstrumentation(),
+      // `access_token` is a browser read token (docs/api.md): never in a span. The list replaces the
+      // instrumentation's own, so its cloud-signature names are repeated here.
+      new HttpInstrumentation({ redactedQueryParams: REDACTED_QUERY_PARAMS, redactedQueryParamsServer: REDACTED_QUERY_PARAMS }),
       new UndiciInstrumentation({ ignoreRequestHook: namesItsParent }),
       // A span per command: most of a task's spans and of their cost, so only when asked for.
       ...(enabled.has('pg') ? [new PgInstrumentation({ requireParentSpan: true })] : []),

@@ -8,6 +8,8 @@ import { apiVersionLayer } from './http/api-version';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { mountRoutes } from './http/mount-routes';
 import { observe } from './http/observe';
+import { publicCors } from './http/public-cors';
+import { readTokenAuth } from './http/read-token-auth';
 import { BULL_BOARD_PATH } from './http/paths';
 import { responseDefaults } from './http/response-defaults';
 import { sessionAuth } from './http/session-auth';
@@ -28,11 +30,14 @@ export function createApp(deps: ApiDeps): express.Express {
 
   app.use(observe(deps.logger, deps.metrics));
   app.use(responseDefaults(deps.lifecycle));
+  // Before everything that can answer: a page of an allowed origin can read even a refusal.
+  app.use('/api/public', ...publicCors(deps.config.corsAllowedOrigins));
   // Before authentication: a bad TaskApi-Version is refused even with a bad key.
   app.use(apiVersionLayer(deps.apiVersions));
 
   mountRoutes(app, ROUTES, deps, AUTH_SCOPES, {
     apiKey: apiKeyAuth(deps),
+    readToken: readTokenAuth(deps),
     session: sessionAuth({ sessions: deps.sessions, accounts: deps.repos.accounts, publicBaseUrl: deps.config.publicBaseUrl, apiVersions: deps.apiVersions }),
   });
 

@@ -1,5 +1,5 @@
 import type { Config } from '@taskapi/config';
-import { ModelWebhookTokens } from '@taskapi/crypto';
+import { ModelWebhookTokens, ReadTokens } from '@taskapi/crypto';
 import { createDatabase, type Database } from '@taskapi/db';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
@@ -46,6 +46,8 @@ export interface ApiDeps {
   fileLinks: FileLinks;
   /** Checks the token in a model server's webhook URL (docs/models.md). */
   modelWebhookTokens: ModelWebhookTokens;
+  /** Browser read tokens: sealed by `POST /api/tasks/{id}/read-token`, opened on `/api/public/*`. */
+  readTokens: ReadTokens;
   /** Commands: rate limits, revocation markers, sessions, login throttle. Fails fast when down. */
   redis: RedisClient;
   /** Dedicated pub/sub connection for key revocations and terminal task events. */
@@ -193,6 +195,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
     readinessChecks,
     fileLinks: new FileLinks(store, config.secretsKey, config.fileUrlTtlSeconds, config.publicBaseUrl),
     modelWebhookTokens: new ModelWebhookTokens(config.secretsKey),
+    readTokens: new ReadTokens(config.secretsKey),
     redis,
     subscriber,
     queueRedis,

@@ -54,6 +54,10 @@ export const API_ERRORS = {
   INVALID_CREDENTIALS: fixed(401, 'Invalid email or password.'),
   TOO_MANY_LOGIN_ATTEMPTS: fixed(429, 'Too many login attempts. Try again later.', true),
   OPERATOR_LOGIN_REQUIRED: fixed(401, 'Operator credentials required.'),
+  // Browser read tokens (docs/api.md, "Browser read tokens").
+  READ_TOKEN_REQUIRED: fixed(401, 'Read token required.'),
+  INVALID_READ_TOKEN: fixed(401, 'Invalid read token.'),
+  READ_TOKEN_EXPIRED: fixed(401, 'This read token has expired.'),
   OPERATOR_LOGIN_DISABLED: fixed(403, 'Bull Board is disabled: set ADMIN_USER and ADMIN_PASSWORD.'),
 
   // Tasks (docs/api.md).

@@ -152,6 +152,8 @@ describe('OpenAPI document', () => {
       const { path } = splitRoute(route);
       const schemes = (operation(route).security as Record<string, unknown>[]).flatMap((r) => Object.keys(r)).sort();
       if (path.startsWith('/api/tasks')) expect({ route, schemes }).toEqual({ route, schemes: ['ApiKey'] });
+      // A browser's reads of one task: a read token, as a bearer header or (an EventSource) in the query.
+      else if (path.startsWith('/api/public/')) expect({ route, schemes }).toEqual({ route, schemes: ['ReadToken', 'ReadTokenQuery'] });
       else if (publicRoutes.includes(route)) expect({ route, schemes }).toEqual({ route, schemes: [] });
       else expect({ route, schemes }).toEqual({ route, schemes: ['Session', 'SessionCookie'] });
     }

@@ -1,7 +1,13 @@
 import type { RedisClient } from '@taskapi/service';
 
-/** Pub/sub channel on which API replicas hear about revoked keys (message: the key's hash). */
+/**
+ * Pub/sub channel on which API replicas hear about revoked keys (messages: the key's hash, and its
+ * id entry `keyIdEntry`, the two ways the key cache holds a key).
+ */
 export const KEY_EVENTS_CHANNEL = 'taskapi:api-key-revoked';
+
+/** The key cache's entry of a key looked up by id (a read token's); hashes are hex, so the two never meet. */
+export const keyIdEntry = (keyId: string) => `id:${keyId}`;
 
 // The marker outlives any cached copy of the key (KeyCache.maxAgeMs) by a wide margin.
 const MARKER_TTL_SECONDS = 24 * 3600;
@@ -31,6 +37,8 @@ export async function announceRevocation(
       const multi = redis.multi();
       for (const k of accountKeys) multi.set(revokedMarkerKey(accountId, k.id), '1', 'EX', MARKER_TTL_SECONDS);
       for (const k of accountKeys) multi.publish(KEY_EVENTS_CHANNEL, k.keyHash);
+      // Its lookup by id (a read token's), too.
+      for (const k of accountKeys) multi.publish(KEY_EVENTS_CHANNEL, keyIdEntry(k.id));
       await multi.exec();
     }),
   );

@@ -1,7 +1,8 @@
 import type { Logger } from '@taskapi/logger';
 import { BoundedMap } from '../infra/bounded-map';
-import type { KeyRepository } from '../repositories/keys';
+import type { KeyAuthRow, KeyRepository } from '../repositories/keys';
 import type { KeyCache, KeyRecord } from './key-cache';
+import { keyIdEntry } from './key-revocation';
 
 const TOUCH_INTERVAL_MS = 60_000;
 
@@ -10,7 +11,7 @@ export class ApiKeyVerifier {
   private readonly lastTouched = new BoundedMap<string, number>(100_000);
 
   constructor(
-    private readonly keys: Pick<KeyRepository, 'findByHash' | 'activeTrialPrefixes' | 'touch'>,
+    private readonly keys: Pick<KeyRepository, 'findByHash' | 'findAuthById' | 'activeTrialPrefixes' | 'touch'>,
     private readonly cache: KeyCache,
     private readonly logger: Logger,
   ) {}
@@ -18,21 +19,26 @@ export class ApiKeyVerifier {
   async lookup(hash: string): Promise<KeyRecord | null> {
     const cached = this.cache.get(hash);
     if (cached !== undefined) return cached;
-    const row = await this.keys.findByHash(hash);
-    const record: KeyRecord | null = row
-      ? {
-          id: row.id,
-          accountId: row.account_id,
-          type: row.type,
-          grantId: row.grant_id,
-          keyPrefix: row.key_prefix,
-          apiVersion: row.api_version,
-          revoked: row.revoked,
-          grantExpiresAt: row.grant_expires_at ? row.grant_expires_at.getTime() : null,
-        }
-      : null;
+    const record = asRecord(await this.keys.findByHash(hash));
     this.cache.set(hash, record);
     return record;
+  }
+
+  /**
+   * The key a read token names, by id: cached like a lookup by hash (a revocation evicts both, and
+   * the rate-limit script's revocation marker covers the moment before the message arrives).
+   */
+  async lookupById(keyId: string): Promise<KeyRecord | null> {
+    const entry = keyIdEntry(keyId);
+    const cached = this.cache.get(entry);
+    if (cached !== undefined) return cached;
+    const record = asRecord(await this.keys.findAuthById(keyId));
+    this.cache.set(entry, record);
+    return record;
+  }
+
+  evictById(keyId: string): void {
+    this.cache.evict(keyIdEntry(keyId));
   }
 
   evict(hash: string): void {
@@ -54,4 +60,19 @@ export class ApiKeyVerifier {
     this.lastTouched.set(keyId, now);
     this.keys.touch(keyId).catch((err: unknown) => this.logger.warn('could not record api key use', { key_id: keyId, error: err }));
   }
+}
+
+function asRecord(row: KeyAuthRow | null): KeyRecord | null {
+  return row
+    ? {
+        id: row.id,
+        accountId: row.account_id,
+        type: row.type,
+        grantId: row.grant_id,
+        keyPrefix: row.key_prefix,
+        apiVersion: row.api_version,
+        revoked: row.revoked,
+        grantExpiresAt: row.grant_expires_at ? row.grant_expires_at.getTime() : null,
+      }
+    : null;
 }

@@ -5,7 +5,7 @@ import { nameServerSpan } from '@taskapi/telemetry';
 import type { ApiDeps } from '../deps';
 import { ApiError, type FixedCode } from '../errors';
 import { downgradeResponse, downgradesResponses, upgradeRequest } from './api-version';
-import { keyPrincipal, locals, sessionPrincipal } from './request-context';
+import { keyPrincipal, locals, readTokenPrincipal, sessionPrincipal } from './request-context';
 import { expressPath, type Auth, type Reply, type Route } from './route';
 import { invalidInput, parseOrThrow, unstorableStrings, type InputPlace } from './validation';
 
@@ -150,7 +150,8 @@ function invoke(route: Route, deps: ApiDeps): RequestHandler {
       }
       headers = !any && noHeaders !== undefined ? noHeaders : parseInput(route.headers.schema, values, route.headers.invalid);
     }
-    const principal = route.auth === 'apiKey' ? keyPrincipal(res) : route.auth === 'session' ? sessionPrincipal(res) : undefined;
+    const principal =
+      route.auth === 'apiKey' ? keyPrincipal(res) : route.auth === 'readToken' ? readTokenPrincipal(res) : route.auth === 'session' ? sessionPrincipal(res) : undefined;
     const reply = await route.handler(
       { params, query, headers, body, rawBody: locals(res).rawBody },
       { deps, principal: principal as never, prefetched: locals(res).prefetched, req, res },

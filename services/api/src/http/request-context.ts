@@ -13,6 +13,8 @@ export interface RequestLocals {
   /** The registry's template of the route that serves the request (`/api/tasks/{publicId}`), once routed. */
   route?: string;
   key?: KeyPrincipal;
+  /** A read token's request: the one task it reads (`key` is its minting key). */
+  readTaskId?: string;
   session?: SessionPrincipal;
   publicId?: string;
   /** The request's trace id for the access line, where a route knows it (a creation). */
@@ -42,6 +44,17 @@ export function keyPrincipal(res: Response): KeyPrincipal {
   const key = locals(res).key;
   if (!key) throw new Error('API-key middleware did not run for this route');
   return key;
+}
+
+/** A request by read token: its minting key, and the one task it may read. */
+export interface ReadTokenPrincipal extends KeyPrincipal {
+  readTaskId: string;
+}
+
+export function readTokenPrincipal(res: Response): ReadTokenPrincipal {
+  const { key, readTaskId } = locals(res);
+  if (!key || readTaskId === undefined) throw new Error('Read-token middleware did not run for this route');
+  return { ...key, readTaskId };
 }
 
 export function sessionPrincipal(res: Response): SessionPrincipal {

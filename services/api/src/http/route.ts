@@ -6,16 +6,20 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { ApiDeps } from '../deps';
 import type { KeyPrincipal, SessionPrincipal } from '../domain/principal';
+import type { ReadTokenPrincipal } from './request-context';
 import type { Prefetched } from '../domain/read-task';
 import type { ErrorCode, FixedCode } from '../errors';
 import type { ResponseHeader } from '../schemas/response-headers';
 
-/** `apiKey`: `X-Api-Key` plus rate limits; `session`: console login; `none`: public. */
-export type Auth = 'apiKey' | 'session' | 'none';
+/**
+ * `apiKey`: `X-Api-Key` plus rate limits; `readToken`: a browser read token (one task, the minting
+ * key's rate limits); `session`: console login; `none`: public.
+ */
+export type Auth = 'apiKey' | 'readToken' | 'session' | 'none';
 
-export type Tag = 'Tasks' | 'Console session' | 'API keys' | 'Account' | 'Console tasks' | 'Webhook deliveries' | 'Operations';
+export type Tag = 'Tasks' | 'Public task reads' | 'Console session' | 'API keys' | 'Account' | 'Console tasks' | 'Webhook deliveries' | 'Operations';
 
-type PrincipalOf<A extends Auth> = A extends 'apiKey' ? KeyPrincipal : A extends 'session' ? SessionPrincipal : undefined;
+type PrincipalOf<A extends Auth> = A extends 'apiKey' ? KeyPrincipal : A extends 'readToken' ? ReadTokenPrincipal : A extends 'session' ? SessionPrincipal : undefined;
 type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;
 
 /** A documented response of one status. */

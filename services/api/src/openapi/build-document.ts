@@ -131,6 +131,7 @@ function validationCode(route: Route, field: string): ErrorCode {
 function impliedErrors(route: Route): ErrorCode[] {
   const codes: ErrorCode[] = [];
   if (route.auth === 'apiKey') codes.push('API_KEY_REQUIRED', 'INVALID_API_KEY', 'TRIAL_KEY_EXPIRED', 'RATE_LIMITED');
+  if (route.auth === 'readToken') codes.push('READ_TOKEN_REQUIRED', 'INVALID_READ_TOKEN', 'READ_TOKEN_EXPIRED', 'RATE_LIMITED');
   if (route.auth === 'session') codes.push('SESSION_ONLY', 'LOGIN_REQUIRED');
   if (route.auth === 'session' && route.method !== 'get') codes.push('CROSS_SITE_REFUSED');
   if (route.params) codes.push('MALFORMED_REQUEST', route.params.invalid);
@@ -168,7 +169,7 @@ function errorResponses(route: Route, schemas: SchemaCollector, usedHeaders: Set
       }
     }
     const headers: ResponseHeader[] = versioned(route) ? ['X-Request-Id', 'TaskApi-Version'] : ['X-Request-Id'];
-    if (route.auth === 'apiKey' && status !== 401 && status !== 503) headers.push('RateLimit-Policy', 'RateLimit');
+    if ((route.auth === 'apiKey' || route.auth === 'readToken') && status !== 401 && status !== 503) headers.push('RateLimit-Policy', 'RateLimit');
     if (group.some((c) => c === 'RATE_LIMITED' || c === 'TOO_MANY_LOGIN_ATTEMPTS' || c === 'SERVICE_UNAVAILABLE')) headers.push('Retry-After');
     const schema = bodies.length === 1 ? schemas.toJson(bodies[0] as z.ZodType, 'output') : { anyOf: bodies.map((b) => schemas.toJson(b, 'output')) };
     out[String(status)] = {
@@ -181,7 +182,7 @@ function errorResponses(route: Route, schemas: SchemaCollector, usedHeaders: Set
 }
 
 function successResponse(route: Route, status: string, spec: ResponseSpec, schemas: SchemaCollector, usedHeaders: Set<ResponseHeader>): Json {
-  const base: ResponseHeader[] = route.auth === 'apiKey' ? ['X-Request-Id', 'RateLimit-Policy', 'RateLimit'] : ['X-Request-Id'];
+  const base: ResponseHeader[] = route.auth === 'apiKey' || route.auth === 'readToken' ? ['X-Request-Id', 'RateLimit-Policy', 'RateLimit'] : ['X-Request-Id'];
   if (versioned(route)) base.splice(1, 0, 'TaskApi-Version');
   const out: Json = { description: spec.description, headers: headerObjects([...base, ...(spec.headers ?? [])], usedHeaders) };
   const examples = spec.examples ?? RESPONSE_EXAMPLES[route.operationId]?.[Number(status)];
@@ -222,6 +223,7 @@ function parameters(route: Route, schemas: SchemaCollector): Json[] {
 
 const SECURITY: Record<Route['auth'], Json[]> = {
   apiKey: [{ ApiKey: [] }],
+  readToken: [{ ReadToken: [] }, { ReadTokenQuery: [] }],
   session: [{ Session: [] }, { SessionCookie: [] }],
   none: [],
 };

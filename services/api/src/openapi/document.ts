@@ -38,6 +38,10 @@ function build(routes: readonly Route[]) {
     info: { title: 'Task API', version: NEWEST_VERSION, 'x-api-versions': SHIPPED_VERSIONS.map((v) => v.version), description: DESCRIPTION, license: { name: 'Proprietary; the quickstart scripts are MIT-licensed sample code', url: LICENSE_PATH } },
     tags: [
       { name: 'Tasks', description: 'Create, list, get and cancel tasks; download their files. API key.' },
+      {
+        name: 'Public task reads',
+        description: "One task's JSON, event stream and files for a web page, with a read token its server minted (`POST /api/tasks/{publicId}/read-token`); CORS for `CORS_ALLOWED_ORIGINS`.",
+      },
       { name: 'Console session', description: 'Log in and out of the console.' },
       { name: 'API keys', description: 'Manage API keys. Login session.' },
       { name: 'Account', description: 'Credits, usage, trial grants and the webhook secret. Login session.' },
@@ -58,6 +62,19 @@ function build(routes: readonly Route[]) {
         scheme: 'bearer',
         bearerFormat: 'JWT',
         description: 'The `token` from `POST /api/auth/login` (HS256 JWT, valid 12 hours or until logout).',
+      },
+      ReadToken: {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'A read token (`trt_…`) from `POST /api/tasks/{publicId}/read-token`: reads that one task until it expires or its minting key is revoked; ' +
+          "the minting key's rate limits apply.",
+      },
+      ReadTokenQuery: {
+        type: 'apiKey',
+        in: 'query',
+        name: 'access_token',
+        description: 'The same read token as the `access_token` query parameter, for an `EventSource` (which cannot send headers). Never logged.',
       },
       SessionCookie: {
         type: 'apiKey',

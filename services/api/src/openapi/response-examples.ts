@@ -245,6 +245,16 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, Examples>> = {
   listTasks: { 200: taskList('task_8Ws2Ed4Rf6Tg8Yh1Uj3Ik5') },
   getTask: { 200: getTask },
   getTaskEvents: { 200: taskEvents },
+  getPublicTask: { 200: getTask },
+  getPublicTaskEvents: { 200: taskEvents },
+  createReadToken: {
+    201: {
+      minted: {
+        summary: 'A 15-minute token (the default)',
+        value: { token: 'trt_3q9ZpX2mLv7Nn4Rb8Yc1ZdJ0kT6wE5rA2sD4fG6hJ8kL0zX2cV4bN6mQ8wE0rT2yU4iO6', expires_at: '2026-01-01T00:15:00.000Z' },
+      },
+    },
+  },
   cancelTask: { 200: { cancelled: { summary: 'Cancelled (status 40, cost refunded)', value: cancelledImage } } },
   cancelTasks: {
     200: {

@@ -36,6 +36,17 @@ SELECT k.id, k.account_id, k.type, k.grant_id, k.key_prefix, (k.revoked_at IS NO
 /** What authentication needs to know about a key. */
 export type KeyAuthRow = z.output<typeof KEY_BY_HASH.row>;
 
+// The same facts by id: a read token names its minting key by id (docs/architecture.md, "Browser read tokens").
+const KEY_BY_ID = statement(
+  'api-key-by-id',
+  `
+SELECT k.id, k.account_id, k.type, k.grant_id, k.key_prefix, (k.revoked_at IS NOT NULL) AS revoked,
+       g.expires_at AS grant_expires_at, a.api_version
+  FROM api_keys k JOIN accounts a ON a.id = k.account_id LEFT JOIN trial_grants g ON g.id = k.grant_id
+ WHERE k.id = $1`,
+  KEY_BY_HASH.row,
+);
+
 const ACTIVE_TRIAL_PREFIXES = statement(
   'active-trial-prefixes',
   `
@@ -180,6 +191,10 @@ export class KeyQueries {
   /** The key with this hash, or null. */
   findByHash(hash: string): Promise<KeyAuthRow | null> {
     return queryFirst(this.db, KEY_BY_HASH, [hash]);
+  }
+
+  findAuthById(keyId: string): Promise<KeyAuthRow | null> {
+    return queryFirst(this.db, KEY_BY_ID, [keyId]);
   }
 
   /** Prefixes of the account's other trial keys that still work (unrevoked, grant unexpired), oldest first. */

@@ -29,7 +29,9 @@ import { healthRoute } from './ops/health';
 import { metricsRoute } from './ops/metrics';
 import { openApiDocumentRoute } from './ops/openapi-document';
 import { readinessRoute } from './ops/readiness';
+import { getPublicTaskEventsRoute, getPublicTaskFileRoute, getPublicTaskRoute } from './public/public-task';
 import { cancelTaskRoute } from './tasks/cancel-task';
+import { createReadTokenRoute } from './tasks/create-read-token';
 import { cancelTasksRoute } from './tasks/cancel-tasks';
 import { createTaskRoute } from './tasks/create-task';
 import { createTaskBatchRoute } from './tasks/create-task-batch';
@@ -53,6 +55,10 @@ export const ROUTES: readonly Route[] = [
   taskEventsRoute,
   getTaskFileRoute,
   getSignedTaskFileRoute,
+  createReadTokenRoute,
+  getPublicTaskRoute,
+  getPublicTaskEventsRoute,
+  getPublicTaskFileRoute,
   healthRoute,
   readinessRoute,
   metricsRoute,
@@ -90,6 +96,7 @@ export const ROUTES: readonly Route[] = [
  */
 export const AUTH_SCOPES: readonly AuthScope[] = [
   { prefix: '/api/tasks', auth: 'apiKey' },
+  { prefix: '/api/public', auth: 'readToken' },
   { prefix: '/api/keys', auth: 'session' },
   { prefix: '/api/console/tasks', auth: 'session' },
   { prefix: '/api/webhook-deliveries', auth: 'session' },

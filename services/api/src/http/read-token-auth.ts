@@ -1,0 +1,47 @@
+import type { Request, RequestHandler } from 'express';
+import type { ReadTokens } from '@taskapi/crypto';
+import { ApiError } from '../errors';
+import { keyAdmission, type KeyAuthDeps } from './api-key-auth';
+import { locals } from './request-context';
+
+/** The token of a request: `Authorization: Bearer <token>`, else `?access_token=` (an EventSource sends no headers). */
+function tokenOf(req: Request): string | null | undefined {
+  const header = req.get('authorization');
+  if (header !== undefined) {
+    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+    return m ? m[1]! : null;
+  }
+  const query = req.query.access_token;
+  if (query === undefined) return undefined;
+  return typeof query === 'string' && query.length > 0 ? query : null;
+}
+
+/**
+ * Authenticates a browser read token on `/api/public/*` (docs/api.md, "Browser read tokens"):
+ * missing → 401 `Read token required.`; not one of ours (forged, altered, malformed) → `Invalid read
+ * token.` with nothing looked up; expired → `This read token has expired.`; its key unknown or
+ * revoked (the rate-limit script's revocation marker too, at the very next request) → `Invalid read
+ * token.`. Then the key's rate limits, as a request with the key. Sets `res.locals.key` (the minting
+ * key) and `res.locals.readTaskId` (the one task the token reads).
+ */
+export function readTokenAuth(deps: KeyAuthDeps & { readTokens: ReadTokens }): RequestHandler {
+  const { verifier, readTokens } = deps;
+  const admit = keyAdmission(deps);
+  return async (req, res, next) => {
+    const token = tokenOf(req);
+    if (token === undefined) throw new ApiError('READ_TOKEN_REQUIRED');
+    const claim = token === null ? null : readTokens.open(token);
+    if (!claim) throw new ApiError('INVALID_READ_TOKEN');
+    if (claim.expiresAt * 1000 <= Date.now()) throw new ApiError('READ_TOKEN_EXPIRED');
+    const key = await verifier.lookupById(claim.keyId);
+    if (!key || key.revoked) throw new ApiError('INVALID_READ_TOKEN');
+    // The route reads the task as the key's own route would (the same prefetch of its marker).
+    const readPath = (req.baseUrl + req.path).replace(/^\/api\/public\/tasks\//i, '/api/tasks/');
+    await admit(req, res, key, readPath, () => {
+      verifier.evictById(key.id);
+      return new ApiError('INVALID_READ_TOKEN');
+    });
+    locals(res).readTaskId = claim.publicId;
+    next();
+  };
+}
