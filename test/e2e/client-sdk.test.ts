@@ -138,7 +138,24 @@ export async function use(): Promise<void> {
     const names = 'TaskApi, TaskApiError, verifyWebhook, type WebhookEvent';
     fs.writeFileSync(path.join(app, 'check.mts'), check(`import { ${names} } from '@taskapi/client';`));
     fs.writeFileSync(path.join(app, 'check.cts'), check(`import { ${names} } from '@taskapi/client';`));
-    const tsconfig = { compilerOptions: { strict: true, noEmit: true, module: 'node16', moduleResolution: 'node16', target: 'es2022', lib: ['es2022', 'dom'], types: [] }, files: ['check.mts', 'check.cts'] };
+    // The browser entry, from a page's ES module: typed task states, a typed error.
+    fs.writeFileSync(
+      path.join(app, 'check-browser.mts'),
+      `import { watchTask, TaskApiError, type Task } from '@taskapi/client/browser';
+export async function follow(id: string, token: string): Promise<Task | undefined> {
+  let last: Task | undefined;
+  try {
+    for await (const task of watchTask('https://api.example.com', id, token, { maxReconnects: 3 })) last = task;
+  } catch (err) {
+    if (err instanceof TaskApiError) console.log(err.status, err.message);
+  }
+  // @ts-expect-error the token is required
+  watchTask('https://api.example.com', id);
+  return last;
+}
+`,
+    );
+    const tsconfig = { compilerOptions: { strict: true, noEmit: true, module: 'node16', moduleResolution: 'node16', target: 'es2022', lib: ['es2022', 'dom'], types: [] }, files: ['check.mts', 'check.cts', 'check-browser.mts'] };
     fs.writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify(tsconfig));
     const tsc = require.resolve('typescript/bin/tsc');
     const result = await run(process.execPath, [tsc, '-p', app, '--explainFiles']).then(
@@ -150,6 +167,35 @@ export async function use(): Promise<void> {
     // Each module system gets the declarations of its own format.
     expect(result.stdout).toMatch(/Imported via '@taskapi\/client' from file '[^']*check\.mts' with packageId '@taskapi\/client\/dist\/index\.d\.mts@/);
     expect(result.stdout).toMatch(/Imported via '@taskapi\/client' from file '[^']*check\.cts' with packageId '@taskapi\/client\/dist\/index\.d\.cts@/);
+  }, 60_000);
+
+  it('@taskapi/client/browser: an ES module without Node built-ins, typed; watchTask follows a task with a token createReadToken minted', async () => {
+    const installed = path.join(app, 'node_modules/@taskapi/client');
+    const bundle = fs.readFileSync(path.join(installed, 'dist/browser.mjs'), 'utf8');
+    expect(bundle).not.toMatch(/from\s*["']node:|import\(\s*["']node:|\brequire\(/);
+    expect(fs.existsSync(path.join(installed, 'dist/browser.d.mts'))).toBe(true);
+    fs.writeFileSync(
+      path.join(app, 'browser-check.mjs'),
+      `import { TaskApi } from '@taskapi/client';
+import { watchTask, readTask, TaskApiError } from '@taskapi/client/browser';
+const base = process.env.TASKAPI_BASE_URL;
+const api = new TaskApi({ apiKey: process.env.TASKAPI_API_KEY });
+const task = await api.tasks.create('image-generation', { prompt: 'followed by a page', width: 64, height: 64 });
+const { token, expires_at } = await api.tasks.createReadToken(task.public_id, { ttlSeconds: 120 });
+const states = [];
+for await (const t of watchTask(base, task.public_id, token)) states.push(t.status);
+const once = await readTask(base, task.public_id, token);
+let refused;
+try { await readTask(base, task.public_id, token.slice(0, -3)); } catch (err) { refused = { isTaskApiError: err instanceof TaskApiError, status: err.status, message: err.message }; }
+process.stdout.write(JSON.stringify({ token, expires_at, states, once: { status: once.status, files: once.files.length }, refused }));
+`,
+    );
+    const out = await script('browser-check.mjs', [], { TASKAPI_BASE_URL: system.api.url, TASKAPI_API_KEY: key.plaintext });
+    expect(out.token).toMatch(/^trt_/);
+    expect(new Date(out.expires_at).getTime() - Date.now()).toBeLessThanOrEqual(120_000);
+    expect(out.states.at(-1)).toBe(20);
+    expect(out.once).toEqual({ status: 20, files: 1 });
+    expect(out.refused).toEqual({ isTaskApiError: true, status: 401, message: 'Invalid read token.' });
   }, 60_000);
 
   for (const [via, { file }] of Object.entries(SCRIPTS)) {

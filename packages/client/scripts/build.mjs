@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Builds the publishable package into dist/: index.mjs (ESM) and index.cjs (CommonJS) bundled by
-// esbuild for any runtime (platform neutral, no dependencies), and declarations from tsc in both
+// esbuild for any runtime (platform neutral, no dependencies), browser.mjs (the browser entry, ESM), and declarations from tsc in both
 // flavours: `.d.mts` for `import` and `.d.cts` for `require`, so each condition gets types of its
 // own module format. Runs on `npm pack` (prepack). Files are written to a temporary directory and
 // renamed into place one by one, so two test files building at once never see half a dist/; files
@@ -29,9 +29,10 @@ function declarationAs(text, ext) {
 
 fs.rmSync(staging, { recursive: true, force: true });
 try {
-  for (const [format, file] of [['esm', 'index.mjs'], ['cjs', 'index.cjs']]) {
+  // The browser entry (watchTask with a read token) is an ES module of its own, for a page's <script type="module">.
+  for (const [format, file, entry] of [['esm', 'index.mjs', 'index'], ['cjs', 'index.cjs', 'index'], ['esm', 'browser.mjs', 'browser']]) {
     await build({
-      entryPoints: [path.join(dir, 'src/index.ts')],
+      entryPoints: [path.join(dir, `src/${entry}.ts`)],
       outfile: path.join(staging, file),
       bundle: true,
       format,

@@ -24,6 +24,7 @@ export type {
   FaceDetectionResult,
   InsufficientCredits,
   RateLimited,
+  ReadToken,
   SpendLimitReached,
   Task,
   TaskBatch,

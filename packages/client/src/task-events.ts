@@ -4,7 +4,10 @@
 import { createParser } from 'eventsource-parser';
 import { TaskApiConnectionError, TaskApiError } from './errors';
 import type { Task, TaskStatus } from './generated';
-import { backoffMs, errorFrom, MAX_RETRY_AFTER_SECONDS, MIN_RETRY_AFTER_MS, retryAfterSeconds, sleep, type HttpClient } from './http';
+import { backoffMs, errorFrom, MAX_RETRY_AFTER_SECONDS, MIN_RETRY_AFTER_MS, retryAfterSeconds, sleep } from './http';
+
+/** Opens one connection to the stream (the API key's client, or a browser's fetch with a read token). */
+export type OpenStream = (signal: AbortSignal) => Promise<Response>;
 
 /** Reconnections in a row (without an event between) before `events()` gives up. */
 export const DEFAULT_EVENT_RECONNECTS = 5;
@@ -43,7 +46,7 @@ const brokenOff = (err: unknown): never => {
  * most twice a second); the iteration ends after a terminal task (20, 30, 40). A 4xx other than 429
  * (an unknown task, a bad key) is thrown at once, as `TaskApiError`.
  */
-export async function* taskEvents(http: HttpClient, path: string, options: EventsOptions = {}): AsyncGenerator<Task, void, undefined> {
+export async function* taskEvents(open: OpenStream, options: EventsOptions = {}): AsyncGenerator<Task, void, undefined> {
   const maxReconnects = options.maxReconnects ?? DEFAULT_EVENT_RECONNECTS;
   if (!Number.isInteger(maxReconnects) || maxReconnects < 0) throw new TypeError('events() maxReconnects must be a whole number ≥ 0.');
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_EVENT_IDLE_TIMEOUT_MS;
@@ -58,7 +61,7 @@ export async function* taskEvents(http: HttpClient, path: string, options: Event
     /** Seconds the error answer asked to wait (`Retry-After`). */
     let retryAfter: number | undefined;
     try {
-      const res = await http.openStream(path, connection.signal);
+      const res = await open(connection.signal);
       if (!res.ok) {
         retryAfter = retryAfterSeconds(res.headers.get('retry-after'));
         throw errorFrom(res, await res.text().catch(brokenOff));

@@ -1,5 +1,5 @@
 import { TaskApiError, TaskApiTimeoutError, TaskWaitTimeoutError } from './errors';
-import type { BulkCancelRequest, BulkCancelResult, CreateTaskInputs, Task, TaskBatch, TaskKind, TaskList, TaskStatus } from './generated';
+import type { BulkCancelRequest, BulkCancelResult, CreateTaskInputs, ReadToken, Task, TaskBatch, TaskKind, TaskList, TaskStatus } from './generated';
 import { sleep, type HttpClient } from './http';
 import { taskEvents, type EventsOptions } from './task-events';
 
@@ -138,6 +138,18 @@ export class Tasks {
   }
 
   /**
+   * `POST /api/tasks/{id}/read-token`: a short-lived token (`ttlSeconds` 60 to 86400, default 900)
+   * that reads this one task, for a web page: hand it to the browser, which follows the task with
+   * `watchTask` from `@taskapi/client/browser` and never sees the API key. Minting holds no state, so
+   * it is retried like a read.
+   */
+  async createReadToken(id: string, options: RequestOptions & { ttlSeconds?: number } = {}): Promise<ReadToken> {
+    const body = options.ttlSeconds === undefined ? undefined : { ttl_seconds: options.ttlSeconds };
+    const res = await this.http.request<ReadToken>({ method: 'POST', path: `${taskPath(id)}/read-token`, body, idempotent: true, signal: options.signal, as: 'json' });
+    return res.data;
+  }
+
+  /**
    * `POST /api/tasks/cancel`: cancels many tasks with one request, each as `cancel` does (refunded
    * in full, no webhook): the tasks of `ids` (1 to 1000; `results` says what became of each, in
    * order), or every non-terminal task of the account matching `filter` (`kind`, `status` 0 or 10,
@@ -216,7 +228,8 @@ export class Tasks {
    * early (`break`) closes the connection too.
    */
   events(id: string, options: EventsOptions = {}): AsyncGenerator<Task, void, undefined> {
-    return taskEvents(this.http, `${taskPath(id)}/events`, options);
+    const path = `${taskPath(id)}/events`;
+    return taskEvents((signal) => this.http.openStream(path, signal), options);
   }
 
   /** `GET /api/tasks`: one page, newest first. Most callers want `list()`, which follows the pages. */
