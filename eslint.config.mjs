@@ -93,7 +93,7 @@ export default tseslint.config(
   },
   {
     // The console's browser scripts (ES modules served as they are, no build step).
-    files: ['services/api/src/console/public/**/*.js'],
+    files: ['services/api/src/console/public/**/*.js', 'docs/examples/**/page.js'],
     languageOptions: { sourceType: 'module', globals: globals.browser },
     rules: { eqeqeq: ['error', 'always'], 'no-empty': ['error', { allowEmptyCatch: false }] },
   },

@@ -3,6 +3,7 @@
 // fetch and streams only: no Node built-ins, no API key, nothing but the one task the token reads.
 import type { Task } from './generated';
 import { API_VERSION } from './generated';
+import { TaskApiConnectionError } from './errors';
 import { errorFrom } from './http';
 import { DEFAULT_EVENT_IDLE_TIMEOUT_MS, DEFAULT_EVENT_RECONNECTS, taskEvents, type EventsOptions } from './task-events';
 
@@ -31,7 +32,14 @@ export function watchTask(baseUrl: string, id: string, token: string, options: W
   const url = `${baseUrl.replace(/\/+$/, '')}/api/public/tasks/${encodeURIComponent(id)}/events`;
   const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
   const headers = { authorization: `Bearer ${token}`, accept: 'text/event-stream', 'taskapi-version': API_VERSION };
-  return taskEvents((signal) => fetchFn(url, { headers, signal, cache: 'no-store' }), options);
+  // A connection that could not be made (the server restarting, the network gone, a page's origin
+  // the API does not allow) is a connection failure: reopened like a cut stream, then thrown.
+  const open = (signal: AbortSignal) =>
+    fetchFn(url, { headers, signal, cache: 'no-store' }).catch((err: unknown) => {
+      if (signal.aborted) throw err;
+      throw new TaskApiConnectionError(`The event stream could not be opened: ${err instanceof Error ? err.message : String(err)}`, err);
+    });
+  return taskEvents(open, options);
 }
 
 /** The task once, as `GET /api/public/tasks/{id}` answers it with the read token. */
