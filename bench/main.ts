@@ -28,17 +28,18 @@
 //  12. Batch creation (batch-figures.ts; runs after 3): 100 image tasks by one batch request against
 //      100 single creations (one at a time, and 16 at a time), tasks/s, interleaved rounds.
 // It ends with one line per target: `target <name>: <measured> <comparison> <goal> met|MISSED`.
-// BENCH_ONLY=size,express,light,batch,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime (any subset) runs some only.
+// BENCH_ONLY=size,express,light,batch,steering,token,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime (any subset) runs some only.
 // Services run as `npm run start:*` runs them: node on the built files (built first). The API
 // under test has a paid key with raised limits and a large balance. Figures are printed, never
 // asserted.
 import { spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { Client } from 'undici';
 import { loadConfig } from '@taskapi/config';
-import { decryptSecret, webhookSecretContext } from '@taskapi/crypto';
+import { decryptSecret, ReadTokens, webhookSecretContext } from '@taskapi/crypto';
 import { createDatabase, databaseName } from '@taskapi/db';
 import { claimRedisDb, freePort, recreateDatabase, startRedisCluster, testCa, testEnv } from '@taskapi/testing';
 import { createAccount } from '../services/api/src/domain/accounts';
@@ -54,7 +55,7 @@ import { tracingFigures, type PipelineTracingMode } from './tracing-figures';
 import { batchFigures } from './batch-figures';
 import { steeringFigures } from './steering-figures';
 import { nowMs, startBenchReceiver } from './receiver';
-import { measureStartup, measureWorkerStop, rssMb, type Service } from './runtime-figures';
+import { cpuMs, measureStartup, measureWorkerStop, rssMb, type Service } from './runtime-figures';
 import { formatTarget, median, percentile, type Target } from './stats';
 
 const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
@@ -338,8 +339,8 @@ async function clusterFigures(env: NodeJS.ProcessEnv, ctx: PipelineContext, read
   }
 }
 
-/** Sections run (BENCH_ONLY=size,express,light,batch,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime; default all). */
-const SECTIONS = ['size', 'express', 'light', 'batch', 'steering', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'cog', 'tracing', 'runtime'] as const;
+/** Sections run (BENCH_ONLY=size,express,light,batch,steering,token,webhook,pipeline,dispatcher,fairness,cog,tracing,runtime; default all). */
+const SECTIONS = ['size', 'express', 'light', 'batch', 'steering', 'token', 'webhook', 'pipeline', 'dispatcher', 'fairness', 'cog', 'tracing', 'runtime'] as const;
 const ONLY = new Set((process.env.BENCH_ONLY ?? SECTIONS.join(',')).split(',').map((x) => x.trim()));
 const runs = (section: (typeof SECTIONS)[number]) => ONLY.has(section);
 
@@ -520,6 +521,57 @@ async function main(): Promise<void> {
       console.log(`   rounds (sequential / concurrent / batch): ${b.rounds.map((r) => `${r.singleSequential.toFixed(0)} / ${r.singleConcurrent.toFixed(0)} / ${r.batch.toFixed(0)}`).join(', ')}`);
       console.log(`(${elapsed()})`);
     }
+    // 14. A read with a browser read token against the same read with the key.
+    if (runs('token')) {
+      const taskPath = new URL(readUrl).pathname;
+      const minted = await fetch(`${base}${taskPath}/read-token`, { method: 'POST', headers: { 'x-api-key': main.key } });
+      const { token } = (await minted.json()) as { token: string };
+      const publicUrl = `${base}${taskPath.replace('/api/tasks/', '/api/public/tasks/')}`;
+      const rounds: Array<{ key: number; token: number; keyP99: number; tokenP99: number; keyCpu: number; tokenCpu: number }> = [];
+      await load('warm-up', { url: publicUrl, headers: { authorization: `Bearer ${token}` } }, 2);
+      // Requests per second, and the API process's CPU per request (less moved by the load
+      // generator sharing the machine's cores).
+      const measured = async (name: string, headers: Record<string, string>, url: string) => {
+        const cpu = cpuMs(api.pid!);
+        const r = await load(name, { url, headers });
+        return { ...r, cpuUs: (1000 * (cpuMs(api.pid!) - cpu)) / r.requests };
+      };
+      const byKey = () => measured('key', { 'x-api-key': main.key }, readUrl);
+      const byToken = () => measured('token', { authorization: `Bearer ${token}` }, publicUrl);
+      for (let r = 0; r < ROUNDS; r++) {
+        // Each goes first in every other round: neither gains from the machine's drift.
+        let k: Result & { cpuUs: number };
+        let t: Result & { cpuUs: number };
+        if (r % 2 === 0) {
+          k = await byKey();
+          t = await byToken();
+        } else {
+          t = await byToken();
+          k = await byKey();
+        }
+        if (k.non2xx || t.non2xx) throw new Error(`read-token section: ${k.non2xx} and ${t.non2xx} non-2xx answers`);
+        rounds.push({ key: k.rps, token: t.rps, keyP99: k.p99, tokenP99: t.p99, keyCpu: k.cpuUs, tokenCpu: t.cpuUs });
+      }
+      const ratio = median(rounds.map((r) => (100 * r.token) / r.key));
+      // Forgeries (sealed under another key): each refused 401 without a lookup.
+      const forgery = new ReadTokens(randomBytes(32)).seal({ keyId: 'key_0000000000000000000000', publicId: 'task_0000000000000000000000', expiresAt: 2_000_000_000 });
+      const forged = await load('forged', { url: publicUrl, headers: { authorization: `Bearer ${forgery}` } });
+      if (forged.non2xx !== forged.requests) throw new Error('read-token section: a forged token was not refused');
+      console.log(
+        `\n14. GET of a queued task, ${CONNECTIONS} connections, median of ${ROUNDS} interleaved rounds: with the API key (GET /api/tasks/{id}) ` +
+          `${median(rounds.map((r) => r.key)).toFixed(0)} req/s (p99 ${ms(median(rounds.map((r) => r.keyP99)))} ms), with a read token ` +
+          `(GET /api/public/tasks/{id}, Authorization: Bearer) ${median(rounds.map((r) => r.token)).toFixed(0)} req/s (p99 ${ms(median(rounds.map((r) => r.tokenP99)))} ms): ${pct(ratio)}.`,
+      );
+      console.log(`   rounds (key / token): ${rounds.map((r) => `${r.key.toFixed(0)} / ${r.token.toFixed(0)}`).join(', ')}`);
+      console.log(
+        `   API CPU per request, median: with the key ${median(rounds.map((r) => r.keyCpu)).toFixed(1)} µs, with the token ${median(rounds.map((r) => r.tokenCpu)).toFixed(1)} µs ` +
+          `(rounds: ${rounds.map((r) => `${r.keyCpu.toFixed(0)} / ${r.tokenCpu.toFixed(0)}`).join(', ')}).`,
+      );
+      console.log(`   forged tokens refused (401, no lookup): ${forged.rps.toFixed(0)} req/s (p99 ${ms(forged.p99)} ms); 10,000 a minute is 167 a second.`);
+      console.log(`(${elapsed()})`);
+      targets.push({ name: 'read-token-vs-key', measured: ratio, comparison: '>=', goal: 95, unit: '%' });
+    }
+
     // 13. Steering: the queue position on a read, bulk cancel.
     if (runs('steering')) {
       const keys = await extraAccounts(BENCH_DB, env, 3);

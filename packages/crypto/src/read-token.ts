@@ -19,6 +19,8 @@ const AAD = Buffer.from('taskapi read token v1');
 // The claim is three short fields; anything far longer is not a token of ours (no decryption tried).
 const MAX_TOKEN_LENGTH = 400;
 const TOKEN_SHAPE = /^trt_[A-Za-z0-9_-]+$/;
+/** Opened tokens kept per process (about 300 bytes each). */
+const OPENED_MAX = 10_000;
 
 /**
  * Browser read tokens (docs/architecture.md, "Browser read tokens"): a claim sealed with
@@ -29,6 +31,12 @@ const TOKEN_SHAPE = /^trt_[A-Za-z0-9_-]+$/;
  */
 export class ReadTokens {
   private readonly key: Buffer;
+  /**
+   * Tokens opened lately, by their text: a page reads one task many times with one token (its
+   * event stream reconnecting, a poll), and opening costs a cipher's setup each time. Only real
+   * tokens are kept (a forgery is not), so a flood of forgeries cannot fill it; the oldest goes first.
+   */
+  private readonly opened = new Map<string, ReadTokenClaim>();
 
   constructor(secretsKey: Buffer) {
     this.key = Buffer.from(hkdfSync('sha256', secretsKey, Buffer.alloc(0), 'taskapi read token v1', 32));
@@ -44,6 +52,17 @@ export class ReadTokens {
 
   /** The claim of a token this process (or any with the same SECRETS_KEY) sealed; null for anything else. */
   open(token: string): ReadTokenClaim | null {
+    const known = this.opened.get(token);
+    if (known) return known;
+    const claim = this.unseal(token);
+    if (claim) {
+      if (this.opened.size >= OPENED_MAX) this.opened.delete(this.opened.keys().next().value as string);
+      this.opened.set(token, claim);
+    }
+    return claim;
+  }
+
+  private unseal(token: string): ReadTokenClaim | null {
     if (token.length > MAX_TOKEN_LENGTH || !TOKEN_SHAPE.test(token)) return null;
     const body = token.slice(READ_TOKEN_PREFIX.length);
     const raw = Buffer.from(body, 'base64url');
@@ -61,6 +80,7 @@ export class ReadTokens {
     if (!Array.isArray(fields) || fields.length !== 3) return null;
     const [keyId, publicId, expiresAt] = fields as unknown[];
     if (typeof keyId !== 'string' || typeof publicId !== 'string' || typeof expiresAt !== 'number' || !Number.isInteger(expiresAt)) return null;
-    return { keyId, publicId, expiresAt };
+    // Shared by every request that presents this token: nobody may change it.
+    return Object.freeze({ keyId, publicId, expiresAt });
   }
 }

@@ -31,7 +31,7 @@ export function createApp(deps: ApiDeps): express.Express {
   app.use(observe(deps.logger, deps.metrics));
   app.use(responseDefaults(deps.lifecycle));
   // Before everything that can answer: a page of an allowed origin can read even a refusal.
-  app.use('/api/public', ...publicCors(deps.config.corsAllowedOrigins));
+  app.use(publicCors(deps.config.corsAllowedOrigins));
   // Before authentication: a bad TaskApi-Version is refused even with a bad key.
   app.use(apiVersionLayer(deps.apiVersions));
 
