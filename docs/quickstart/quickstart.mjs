@@ -43,6 +43,8 @@ if (process.argv[2] === 'verify') {
 
     // 2. Wait until it is terminal (long-polls with Prefer: wait=50, under common proxies' 60 s timeout).
     //    To watch it live instead: for await (const t of api.tasks.events(task.public_id)) console.log(t.status, t.progress);
+    //    To let a web page watch it without the key: const { token } = await api.tasks.createReadToken(task.public_id);
+    //    then, in the page, watchTask(baseUrl, task.public_id, token) from '@taskapi/client/browser'.
     const done = await api.tasks.wait(task.public_id, { timeoutMs: 300_000 });
     console.log(`finished ${done.public_id} with status ${done.status}`);
     if (done.status !== 20) throw new Error(`failed: ${done.error_code}: ${done.error_message}`);

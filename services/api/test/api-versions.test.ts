@@ -245,6 +245,23 @@ describe('dated transforms (a test-only version 2027-01-01)', () => {
     for (const e of events) expect({ price: e.price, cost: e.cost }).toEqual({ price: 2, cost: undefined });
   });
 
+  it("a read token's answers are shaped as its key's route: the account's pinned version, or the one the page names", async () => {
+    const created = await api.req('POST', '/api/tasks/image-generation', { headers: withKey(oldKey), body: IMAGE });
+    const id = created.body.public_id as string;
+    const { token } = (await api.req('POST', `/api/tasks/${id}/read-token`, { headers: withKey(oldKey) })).body;
+    const bearer = { authorization: `Bearer ${token}` };
+    const pinned = await api.req('GET', `/api/public/tasks/${id}`, { headers: bearer });
+    expect({ version: pinned.headers.get('taskapi-version'), price: pinned.body.price, cost: pinned.body.cost }).toEqual({ version: FIRST, price: 2, cost: undefined });
+    expect(pinned.text).toBe((await api.req('GET', `/api/tasks/${id}`, { headers: withKey(oldKey) })).text);
+    const named = await api.req('GET', `/api/public/tasks/${id}`, { headers: { ...bearer, 'taskapi-version': LATER } });
+    expect({ version: named.headers.get('taskapi-version'), price: named.body.price, cost: named.body.cost }).toEqual({ version: LATER, price: undefined, cost: 2 });
+    expect((await api.req('POST', `/api/tasks/${id}/cancel`, { headers: withKey(oldKey) })).status).toBe(200);
+    const stream = await api.req('GET', `/api/public/tasks/${id}/events?access_token=${token}`);
+    const events = stream.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+    expect(events.length).toBeGreaterThan(0);
+    for (const e of events) expect({ price: e.price, cost: e.cost }).toEqual({ price: 2, cost: undefined });
+  });
+
   it('answers that belong to no account carry the newest version (2027-01-01 here), unless the request named one', async () => {
     const none = await api.req('GET', '/api/tasks');
     expect({ status: none.status, version: none.headers.get('taskapi-version') }).toEqual({ status: 401, version: LATER });

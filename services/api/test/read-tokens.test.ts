@@ -77,6 +77,9 @@ describe('browser read tokens', () => {
     expect(byHeader.status).toBe(200);
     expect(byHeader.text).toBe(withKeyRead.text);
     expect(byQuery.text).toBe(withKeyRead.text);
+    // Prefer: wait holds the read as it holds the key's (a queued task: answered after the second).
+    const waited = await api.req('GET', `/api/public/tasks/${id}`, { headers: { ...bearer(token), prefer: 'wait=1' } });
+    expect({ status: waited.status, applied: waited.headers.get('preference-applied'), text: waited.text }).toEqual({ status: 200, applied: 'wait=1', text: withKeyRead.text });
     // A file: the task's own (none for a queued face detection) answers as the key's route.
     expect((await api.req('GET', `/api/public/tasks/${id}/files/result.json`, { headers: bearer(token) })).body).toEqual({ message: 'File not found.' });
     // The event stream, over ?access_token= as an EventSource sends it, ends with the terminal state.

@@ -79,7 +79,7 @@ export function upgradeRequest(req: Request, res: Response, route: string, query
 export function downgradeResponse(req: Request, res: Response, status: number, body: unknown): unknown {
   const version = transforming(res, 'response');
   if (!version) return body;
-  return version.downgradeResponse({ method: req.method, route: locals(res).route, status, body });
+  return version.downgradeResponse({ method: req.method, route: locals(res).versionedRoute ?? locals(res).route, status, body });
 }
 
 /** True when JSON answers to this request go through a transform (callers holding JSON text parse it only then). */

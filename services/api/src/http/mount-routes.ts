@@ -119,7 +119,7 @@ function invoke(route: Route, deps: ApiDeps): RequestHandler {
     const params = parseInput(route.params?.schema, req.params, route.params?.invalid ?? 'NOT_FOUND') as Record<string, unknown> | undefined;
     if (typeof params?.publicId === 'string') locals(res).publicId = params.publicId;
     // A request pinned to an older version is first brought to the newest version's shape.
-    const upgraded = locals(res).apiVersion?.transformsRequests ? upgradeRequest(req, res, route.path, req.query, req.body) : undefined;
+    const upgraded = locals(res).apiVersion?.transformsRequests ? upgradeRequest(req, res, route.versionedAs ?? route.path, req.query, req.body) : undefined;
     let query: unknown;
     if (route.query) {
       if (upgraded === undefined && noQuery !== undefined && !req.url.includes('?')) {
@@ -229,6 +229,7 @@ export function mountRoutes(
     if (served) {
       req.params = found!.params as Record<string, string>;
       locals(res).route = served.route.path;
+      locals(res).versionedRoute = served.route.versionedAs ?? served.route.path;
       // The trace's server span gets the same template as the metrics, whatever router served it.
       nameServerSpan(req.method, served.route.path);
       runChain(served.chain, req, res, next);

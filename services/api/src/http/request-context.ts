@@ -12,6 +12,8 @@ export interface RequestLocals {
   startedAt: bigint;
   /** The registry's template of the route that serves the request (`/api/tasks/{publicId}`), once routed. */
   route?: string;
+  /** The template API version changes see (the route's `versionedAs`, else `route`). */
+  versionedRoute?: string;
   key?: KeyPrincipal;
   /** A read token's request: the one task it reads (`key` is its minting key). */
   readTaskId?: string;

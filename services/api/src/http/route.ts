@@ -88,6 +88,12 @@ export interface RouteSpec<A extends Auth, P, Q, H, B> {
   method: 'get' | 'post' | 'patch';
   /** OpenAPI path template: `/api/tasks/{publicId}`. */
   path: string;
+  /**
+   * The template API version changes see, when this route answers exactly as another one does (a
+   * read token's `/api/public/tasks/{publicId}` as `/api/tasks/{publicId}`): a change written for the
+   * key's route then shapes this one's answers too. Default: `path`.
+   */
+  versionedAs?: string;
   tag: Tag;
   summary: string;
   description?: string;

@@ -55,6 +55,11 @@ function quickstartHtml(publicBaseUrl: string, snippets: ReadonlyMap<string, str
       <code>requireStandardWebhooks: true</code>.</li>
     <li><strong>Download the result</strong> from <code>files[].url</code>, a signed link that needs no API key.</li>
   </ol>
+  <p><strong>Showing a task in your users' browser?</strong> Never send the API key there. Your server mints a read token
+  for the one task (<code>POST /api/tasks/{id}/read-token</code>, 15 minutes by default; the SDK's
+  <code>tasks.createReadToken(id)</code>) and hands it to the page, which follows <code>GET /api/public/tasks/{id}/events</code>
+  with it (<code>watchTask</code> from <code>@taskapi/client/browser</code>). List the page's origin in the service's
+  <code>CORS_ALLOWED_ORIGINS</code>.</p>
   <p>Set these, then run a script:</p>
   <pre><code>export TASKAPI_BASE_URL=${escapeHtml(publicBaseUrl)}
 export TASKAPI_API_KEY=sk-test-...            # step 1

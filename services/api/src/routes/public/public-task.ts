@@ -18,6 +18,8 @@ function withReadToken(route: Route, own: Pick<Route, 'operationId' | 'path' | '
   return {
     ...route,
     ...own,
+    // Version changes written for the key's route shape this one's answers too: they are the same.
+    versionedAs: route.path,
     tag: 'Public task reads',
     description: `${route.description ?? ''}${TOKEN_NOTE}`,
     auth: 'readToken',
