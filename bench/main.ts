@@ -555,6 +555,8 @@ async function main(): Promise<void> {
       const ratio = median(rounds.map((r) => (100 * r.token) / r.key));
       // Forgeries (sealed under another key): each refused 401 without a lookup.
       const forgery = new ReadTokens(randomBytes(32)).seal({ keyId: 'key_0000000000000000000000', publicId: 'task_0000000000000000000000', expiresAt: 2_000_000_000 });
+      const refusal = await fetch(publicUrl, { headers: { authorization: `Bearer ${forgery}` } });
+      if (refusal.status !== 401) throw new Error(`read-token section: a forged token answered ${refusal.status}, not 401`);
       const forged = await load('forged', { url: publicUrl, headers: { authorization: `Bearer ${forgery}` } });
       if (forged.non2xx !== forged.requests) throw new Error('read-token section: a forged token was not refused');
       console.log(

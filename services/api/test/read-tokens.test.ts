@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { ReadTokens } from '@taskapi/crypto';
 import { waitFor } from '@taskapi/testing';
-import { createKey, seedAccount, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
+import { createKey, expireGrant, seedAccount, seedGrant, startApi, withKey, type CreatedKey, type TestAccount, type TestApi } from './support/harness';
 
 const ORIGIN = 'https://app.example.test';
 
@@ -20,7 +20,8 @@ describe('browser read tokens', () => {
   beforeAll(async () => {
     const stream = new PassThrough();
     stream.on('data', (c: Buffer) => (log += c.toString()));
-    const env = { RATE_LIMIT_PAID_PER_MINUTE: '100000', CORS_ALLOWED_ORIGINS: `${ORIGIN}, http://localhost:5173`, LOG_LEVEL: 'info' };
+    // Bull Board open to its operator, so that refusing a token there means something.
+    const env = { RATE_LIMIT_PAID_PER_MINUTE: '100000', CORS_ALLOWED_ORIGINS: `${ORIGIN}, http://localhost:5173`, LOG_LEVEL: 'info', ADMIN_USER: 'ops', ADMIN_PASSWORD: 'correct horse battery' };
     api = await startApi(env, { logStream: stream });
     replica = await startApi(env);
     account = await seedAccount(api, { credits: 1_000 });
@@ -114,7 +115,9 @@ describe('browser read tokens', () => {
     const forged = new ReadTokens(randomBytes(32)).seal({ keyId: key.id, publicId: id, expiresAt: Math.floor(Date.now() / 1000) + 600 });
     const cases: Array<[Record<string, string>, string, number, string]> = [
       [{}, '', 401, 'Read token required.'],
-      [{ authorization: 'Basic abc' }, '', 401, 'Invalid read token.'],
+      // Another scheme (a proxy's credentials) or an empty header is no read token.
+      [{ authorization: 'Basic abc' }, '', 401, 'Read token required.'],
+      [{ authorization: '' }, '', 401, 'Read token required.'],
       [{ authorization: 'Bearer' }, '', 401, 'Invalid read token.'],
       [bearer('not-a-token'), '', 401, 'Invalid read token.'],
       [bearer(`${token}x`), '', 401, 'Invalid read token.'],
@@ -128,6 +131,8 @@ describe('browser read tokens', () => {
       const res = await api.req('GET', `/api/public/tasks/${id}${query}`, { headers });
       expect({ headers, query, status: res.status, body: res.body }).toEqual({ headers, query, status, body: { message } });
     }
+    // Beside another scheme's header, the query's token is read.
+    expect((await api.req('GET', `/api/public/tasks/${id}?access_token=${token}`, { headers: { authorization: 'Basic abc' } })).status).toBe(200);
     // A valid token of another task, or a task that does not exist: 404 as an unknown task.
     for (const path of [`/api/public/tasks/${other}`, `/api/public/tasks/${other}/events`, `/api/public/tasks/${other}/files/x.png`, '/api/public/tasks/nope', '/api/public/elsewhere']) {
       const res = await api.req('GET', path, { headers: bearer(token) });
@@ -142,8 +147,23 @@ describe('browser read tokens', () => {
     expect((await api.req('GET', `/api/tasks/${id}?access_token=${token}`)).body).toEqual({ message: 'API key required.' });
     expect((await api.req('GET', '/api/console/tasks', { headers: bearer(token) })).status).toBe(401);
     expect((await api.req('GET', '/api/keys', { headers: bearer(token) })).status).toBe(401);
-    expect((await api.req('GET', '/admin/queues', { headers: bearer(token) })).status).not.toBe(200);
+    expect((await api.req('GET', '/admin/queues', { headers: bearer(token) })).status).toBe(401);
     expect((await api.req('POST', `/api/public/tasks/${id}`, { headers: bearer(token) })).status).toBe(404);
+  });
+
+  it("a trial key's token ends with its grant: capped when minted, refused once the grant has ended", async () => {
+    const trialAccount = await seedAccount(api, { credits: 0 });
+    const grantId = await seedGrant(api, trialAccount, 10, 120_000);
+    const trial = await createKey(api, trialAccount, { type: 'trial', grant_id: grantId });
+    const id = await create(trial);
+    const minted = await mint(id, undefined, trial);
+    const expires = new Date(minted.body.expires_at).getTime();
+    expect(expires - Date.now()).toBeLessThanOrEqual(121_000);
+    expect(expires - Date.now()).toBeGreaterThan(100_000);
+    // The grant ended early (an operator): a replica that learns the key's facts now refuses the token.
+    await expireGrant(api, grantId);
+    const res = await replica.req('GET', `/api/public/tasks/${id}`, { headers: bearer(minted.body.token) });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { message: 'This read token has expired.' } });
   });
 
   it("dies with its key's revocation at the very next request, on every replica", async () => {
@@ -207,7 +227,7 @@ describe('browser read tokens', () => {
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
     expect(preflight.headers.get('access-control-allow-methods')).toBe('GET');
-    expect(preflight.headers.get('access-control-allow-headers')).toBe('Authorization,TaskApi-Version,Last-Event-ID');
+    expect(preflight.headers.get('access-control-allow-headers')).toBe('Authorization,TaskApi-Version,Last-Event-ID,Prefer,Range,If-None-Match,If-Modified-Since,If-Range');
     const stranger = await api.req('OPTIONS', `/api/public/tasks/${id}`, { headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } });
     expect([stranger.status, stranger.headers.get('access-control-allow-origin')]).toEqual([204, null]);
     expect((await api.req('GET', `/api/public/tasks/${id}`, { headers: { ...bearer(token), origin: 'https://evil.example' } })).headers.get('access-control-allow-origin')).toBeNull();

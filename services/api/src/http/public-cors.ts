@@ -14,9 +14,22 @@ export function publicCors(allowed: readonly string[]): RequestHandler {
   const allow = cors({
     origin: (origin, done) => done(null, origin !== undefined && (anyOrigin || origins.has(origin)) ? origin : false),
     methods: ['GET'],
-    allowedHeaders: ['Authorization', 'TaskApi-Version', 'Last-Event-ID'],
+    // The token, the version, a reconnecting stream's last event; and what the key's routes also
+    // honour: a waiting read, a file's ranges and conditional requests.
+    allowedHeaders: ['Authorization', 'TaskApi-Version', 'Last-Event-ID', 'Prefer', 'Range', 'If-None-Match', 'If-Modified-Since', 'If-Range'],
     // What a page may read of an answer besides the simple headers.
-    exposedHeaders: ['RateLimit', 'RateLimit-Policy', 'Retry-After', 'TaskApi-Version', 'X-Request-Id', 'Content-Disposition'],
+    exposedHeaders: [
+      'RateLimit',
+      'RateLimit-Policy',
+      'Retry-After',
+      'TaskApi-Version',
+      'X-Request-Id',
+      'Content-Disposition',
+      'Preference-Applied',
+      'ETag',
+      'Content-Range',
+      'Accept-Ranges',
+    ],
     maxAge: 600,
     optionsSuccessStatus: 204,
   });

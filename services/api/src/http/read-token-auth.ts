@@ -4,11 +4,15 @@ import { ApiError } from '../errors';
 import { keyAdmission, type KeyAuthDeps } from './api-key-auth';
 import { locals } from './request-context';
 
-/** The token of a request: `Authorization: Bearer <token>`, else `?access_token=` (an EventSource sends no headers). */
+/**
+ * The token of a request: `Authorization: Bearer <token>`, else `?access_token=` (an EventSource
+ * sends no headers). Another scheme in `Authorization` (a proxy's Basic credentials) or an empty
+ * one is no read token: the query is read then.
+ */
 function tokenOf(req: Request): string | null | undefined {
-  const header = req.get('authorization');
-  if (header !== undefined) {
-    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  const header = req.get('authorization')?.trim();
+  if (header && /^Bearer(?:[ \t]|$)/i.test(header)) {
+    const m = /^Bearer[ \t]+(\S+)$/i.exec(header);
     return m ? m[1]! : null;
   }
   const query = req.query.access_token;
@@ -35,6 +39,8 @@ export function readTokenAuth(deps: KeyAuthDeps & { readTokens: ReadTokens }): R
     if (claim.expiresAt * 1000 <= Date.now()) throw new ApiError('READ_TOKEN_EXPIRED');
     const key = await verifier.lookupById(claim.keyId);
     if (!key || key.revoked) throw new ApiError('INVALID_READ_TOKEN');
+    // A trial key's token ends with its grant (capped when minted; a grant ended early too).
+    if (key.type === 'trial' && (key.grantExpiresAt === null || key.grantExpiresAt <= Date.now())) throw new ApiError('READ_TOKEN_EXPIRED');
     // The route reads the task as the key's own route would (the same prefetch of its marker).
     const readPath = (req.baseUrl + req.path).replace(/^\/api\/public\/tasks\//i, '/api/tasks/');
     await admit(req, res, key, readPath, () => {
