@@ -209,6 +209,85 @@ describe('the cog engine', () => {
     expect(cog.putRequests()[id]).toBe(refused + 2);
   });
 
+  describe('a model server that stays busy or unavailable (MODEL_BUSY_TIMEOUT_MS)', () => {
+    const busyRow = async (publicId: string) =>
+      (
+        await system.api.deps.db.pool.query<{ status: number; attempts: number; busy_ms: number; waiting: boolean }>(
+          'SELECT status, attempts, model_busy_ms::float8 AS busy_ms, model_busy_since IS NOT NULL AS waiting FROM tasks WHERE public_id = $1',
+          [publicId],
+        )
+      ).rows[0]!;
+    const failedMetric = async (opsUrl: string) =>
+      Number(/taskapi_worker_tasks_failed_total\{kind="image-generation",error_code="model_unavailable"\} (\d+)/.exec(await (await fetch(`${opsUrl}/metrics`)).text())?.[1]);
+    const env = { COG_BUSY_RETRY_MS: '100', MODEL_BUSY_TIMEOUT_MS: '2500', OPS_PORT: '0', HOST: '127.0.0.1' };
+
+    it('a server that never becomes ready: the task waits with no attempt spent, its busy time kept across a worker restart, then fails with model_unavailable, refunded, its webhook written', async () => {
+      const cog = await cogServer({ model: 'image', setupMs: 600_000 });
+      const first = await cogWorker('IMAGE', cog.url, env);
+      const publicId = await create('image-generation', { prompt: 'never', callback_url: 'https://hooks.example.com/taskapi' });
+      // Refused (503, STARTING) and offered again: the wait is counted in PostgreSQL.
+      await waitFor(async () => (await busyRow(publicId)).busy_ms > 0, { what: 'busy time counted' });
+      expect(await busyRow(publicId)).toMatchObject({ status: 0, attempts: 0, waiting: true });
+      await first.stop();
+      const before = (await busyRow(publicId)).busy_ms;
+      const second = await cogWorker('IMAGE', cog.url, env);
+      const task = await waitForTask(system.api, key.plaintext, publicId, [20, 30, 40], 20_000);
+      expect(task).toMatchObject({ status: 30, error_code: 'model_unavailable' });
+      expect(task.error_message).toMatch(/^No model server could take the task: they stayed busy or unavailable for \d+ s in all\. It was not run and was refunded; please try again later\.$/);
+      const row = await busyRow(publicId);
+      expect(row.busy_ms).toBeGreaterThanOrEqual(2500);
+      expect(row.busy_ms).toBeGreaterThan(before);
+      // Nothing ran on the model; charged once, refunded once; the webhook is on its way.
+      expect(cog.predictions()).toHaveLength(0);
+      expect((await ledgerOf(system.api, publicId)).map((l) => l.entry_type).sort()).toEqual(['charge', 'refund']);
+      const deliveries = await system.api.deps.db.pool.query('SELECT task_status FROM webhook_deliveries d JOIN tasks t ON t.id = d.task_id WHERE t.public_id = $1', [publicId]);
+      expect(deliveries.rows).toEqual([{ task_status: 30 }]);
+      expect(await failedMetric(second.opsUrl!)).toBe(1);
+    });
+
+    it("a failed setup, a defunct or an unhealthy server: not ready with the model's reason; tasks wait as busy and run once it is READY again", async () => {
+      const broken = heldModel({ streaming: false });
+      const cog = await cogServer({
+        model: {
+          ...broken.model,
+          async setup() {
+            throw new Error('CUDA error: out of memory');
+          },
+        },
+      });
+      const worker = await cogWorker('IMAGE', cog.url, { ...env, MODEL_BUSY_TIMEOUT_MS: '600000' });
+      const readiness = async () => {
+        const res = await fetch(`${worker.opsUrl}/readyz`);
+        return { status: res.status, body: (await res.json()) as { problems?: Record<string, string> } };
+      };
+      const origin = new URL(cog.url).origin;
+      await waitFor(async () => (await readiness()).body.problems?.['model_image-generation'] === `model server ${origin} is SETUP_FAILED: setup() failed: CUDA error: out of memory`, {
+        what: "/readyz to quote the model's setup failure",
+      });
+      expect((await readiness()).status).toBe(503);
+      const publicId = await create('image-generation', { prompt: 'after the fix' });
+      await waitFor(async () => (await busyRow(publicId)).busy_ms > 0, { what: 'the task waiting as busy' });
+      expect(await busyRow(publicId)).toMatchObject({ status: 0, attempts: 0 });
+      for (const [status, said] of [
+        ['DEFUNCT', 'DEFUNCT'],
+        ['UNHEALTHY', 'UNHEALTHY: Healthcheck failed: user-defined healthcheck returned False'],
+      ] as const) {
+        cog.setHealth(status);
+        await waitFor(async () => (await readiness()).body.problems?.['model_image-generation'] === `model server ${origin} is ${said}`, { what: `/readyz to say ${status}` });
+      }
+      // The container restarted: READY again, and the waiting task runs, its attempt its first.
+      cog.setHealth('READY');
+      const id = predictionId(publicId, 1);
+      await waitFor(() => broken.holds(id), { what: 'the prediction to run' });
+      broken.release(id);
+      expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
+      // No attempt was spent while it waited; its busy time stays on the row.
+      expect(await busyRow(publicId)).toMatchObject({ status: 20, attempts: 1 });
+      expect((await busyRow(publicId)).busy_ms).toBeGreaterThan(0);
+      await waitFor(async () => (await readiness()).status === 200, { what: 'the worker ready again' });
+    });
+  });
+
   it('a model server that answers garbage: the attempt is retried, then the task fails with engine_error, refunded', async () => {
     const cancels: string[] = [];
     const garbage = http.createServer((req, res) => {

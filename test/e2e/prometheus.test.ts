@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { FAILURE_ERROR_CODES } from '@taskapi/domain';
 import {
   freePort,
   parseMetrics,
@@ -169,11 +170,11 @@ describe('Prometheus scraping the services, with the alert rules and the dashboa
     await queried('taskapi_worker_task_runs_total{kind="image-generation", outcome="completed"}', (v) => v >= 1);
     await queried('taskapi_webhook_attempts_total{outcome="succeeded"}', (v) => v >= 1);
     // Failed tasks by error code: the one invalid input, and every other code of each kind the
-    // worker runs at 0 (2 kinds × 5 codes).
+    // worker runs at 0 (2 kinds × 6 codes).
     await queried('taskapi_worker_tasks_failed_total{kind="face-detection", error_code="invalid_input"}', (v) => v === 1);
     const otherFailures = await prometheus.query('taskapi_worker_tasks_failed_total{error_code!="invalid_input"} > 0 or taskapi_worker_tasks_failed_total{kind!="face-detection"} > 0');
     expect(otherFailures).toEqual([]);
-    expect((await prometheus.query('count(taskapi_worker_tasks_failed_total)'))[0]?.value[1]).toBe('10');
+    expect((await prometheus.query('count(taskapi_worker_tasks_failed_total)'))[0]?.value[1]).toBe(String(2 * FAILURE_ERROR_CODES.length));
 
     // Every process ready, each backend reachable, by service.
     await queried('count(taskapi_ready == 1) == 3');

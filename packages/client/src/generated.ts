@@ -206,8 +206,8 @@ export interface TaskBatch {
   data: Task[];
 }
 
-/** Why a task failed (status 30), from this fixed set; `null` unless failed, or expired. `invalid_input`: the input could not be processed (e.g. an undecodable image); `image_fetch_failed`: `image_url` could not be downloaded; `engine_error`: the engine reported an error; `timeout`: the engine took too long; `internal_error`: anything else; `expired`: (status 40, refunded, no webhook) it did not start within its `ttl_seconds`. */
-export type TaskErrorCode = "invalid_input" | "image_fetch_failed" | "engine_error" | "timeout" | "internal_error" | "expired" | null;
+/** Why a task failed (status 30), from this fixed set; `null` unless failed, or expired. `invalid_input`: the input could not be processed (e.g. an undecodable image); `image_fetch_failed`: `image_url` could not be downloaded; `engine_error`: the engine reported an error; `timeout`: the engine took too long; `internal_error`: anything else; `model_unavailable`: no model server took it: they stayed busy or not ready for `MODEL_BUSY_TIMEOUT_MS` in all (try again later); `expired`: (status 40, refunded, no webhook) it did not start within its `ttl_seconds`. */
+export type TaskErrorCode = "invalid_input" | "image_fetch_failed" | "engine_error" | "timeout" | "internal_error" | "model_unavailable" | "expired" | null;
 
 export interface TaskFile {
   name: string;

@@ -228,6 +228,11 @@ const settings = {
   cogWebhookBaseUrl: variable('COG_WEBHOOK_BASE_URL', httpUrl('must be an http(s) URL').transform(withoutTrailingSlash).optional()),
   /** A task a busy model server refused (409, or BUSY) is offered again after this long, no attempt spent. */
   cogBusyRetryMs: variable('COG_BUSY_RETRY_MS', wholeNumber(600_000).default(2_000)),
+  /**
+   * A task that has waited this long in all on busy or unavailable model servers (409, STARTING,
+   * BUSY, SETUP_FAILED, DEFUNCT, UNHEALTHY) fails with `model_unavailable`, refunded (docs/models.md).
+   */
+  modelBusyTimeoutMs: variable('MODEL_BUSY_TIMEOUT_MS', wholeNumber(7 * 86_400_000).pipe(z.number().min(1_000, named('must be at least 1000'))).default(1_800_000)),
   /** Largest file a model may return (each output), in bytes; a larger one fails the task (`engine_error`). */
   cogOutputMaxBytes: variable('COG_OUTPUT_MAX_BYTES', wholeNumber(2 * 1024 ** 3).default(256 * 1024 ** 2)),
   /** Built-in video engine output: `mp4` needs ffmpeg with libx264; `auto` picks mp4 when it is there, else `gif`. */

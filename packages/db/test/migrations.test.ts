@@ -88,6 +88,8 @@ function expectedDefault(f: DmmfField, table: string, column: string): string | 
   if (typeof d === 'object' && d.name === 'autoincrement') return `nextval('${table}_${column}_seq'::regclass)`;
   if (typeof d === 'object' && d.name === 'now') return 'CURRENT_TIMESTAMP';
   if (typeof d === 'number' || typeof d === 'boolean') return String(d);
+  // The DMMF gives a BigInt's default as its decimal text.
+  if (f.type === 'BigInt') return String(d);
   if (f.kind === 'enum') return `'${d}'::${expectedType(f).udt_name}`;
   if (f.type === 'Json') return `'${d}'::${expectedType(f).data_type}`;
   return `'${d}'::text`;

@@ -17,7 +17,7 @@ export function isTerminalStatus(status: number): boolean {
 }
 
 /** The `error_code` values of a failed task (spec; status 30). */
-export const FAILURE_ERROR_CODES = ['invalid_input', 'image_fetch_failed', 'engine_error', 'timeout', 'internal_error'] as const;
+export const FAILURE_ERROR_CODES = ['invalid_input', 'image_fetch_failed', 'engine_error', 'timeout', 'internal_error', 'model_unavailable'] as const;
 export type TaskErrorCode = (typeof FAILURE_ERROR_CODES)[number];
 
 /**

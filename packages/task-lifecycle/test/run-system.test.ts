@@ -4,7 +4,7 @@
 // refund exactly when failed or cancelled, a webhook delivery (with its job) exactly when
 // completed or failed with a callback, the scheduler holding nothing, no place left counted.
 import { TaskStatus } from '@taskapi/domain';
-import { STORE_ORDER, type Run, type StoreName } from '../src';
+import { STORE_ORDER, type Run, type RunSystem, type StoreName } from '../src';
 import { crashAt, faultAt, Harness, KIND, type FaultSwitch, type Faults, type TaskState } from './support/harness';
 
 let h: Harness;
@@ -261,6 +261,92 @@ describe('hand back', () => {
     const settled = await h.settle(publicId);
     expectSettled(settled, TaskStatus.completed);
     expect(settled.attempts).toBe(1);
+  });
+});
+
+describe('busy: a model server refused the run', () => {
+  const busyOf = async (publicId: string) =>
+    (
+      await h.api.deps.db.pool.query<{ busy_ms: number; waiting: boolean }>(
+        'SELECT model_busy_ms::float8 AS busy_ms, model_busy_since IS NOT NULL AS waiting FROM tasks WHERE public_id = $1',
+        [publicId],
+      )
+    ).rows[0]!;
+
+  /** The task's next job, taken and started (after a hand-back). */
+  const nextRun = async (runs: RunSystem, publicId: string) => {
+    const job = await h.take(runs, publicId);
+    const started = await runs.start({ kind: KIND, publicId, release: job.data.release ?? 1, accountId: job.data.account_id });
+    if (!('run' in started)) throw new Error('not started');
+    return { job, run: started.run as Run };
+  };
+
+  /** A run refused busy and handed back (offered again after `delayMs`), then the task's next run. */
+  const refusedOnce = async (delayMs: number, opts: { callback?: boolean } = {}) => {
+    const { publicId, runs, run, slots, job } = await startRun(opts);
+    await run.marked;
+    await runs.busy(run, delayMs, 60_000);
+    slots.ended(run);
+    await h.finishJob(job);
+    const { job: again, run: secondRun } = await nextRun(runs, publicId);
+    return { publicId, runs, slots, again, second: { run: secondRun } };
+  };
+
+  it('within the timeout: handed back (no attempt spent, offered again after its delay); each refusal after the first adds the wait since the one before', async () => {
+    const { publicId, runs, run, slots, job } = await startRun();
+    await run.marked;
+    expect(await runs.busy(run, 50, 60_000)).toEqual({ handedBack: true });
+    slots.ended(run);
+    await h.finishJob(job);
+    expect(await h.state(publicId)).toMatchObject({ status: 0, attempts: 0, marker: '0', scheduled: 'delayed' });
+    // The first refusal starts the wait and adds nothing.
+    expect(await busyOf(publicId)).toEqual({ busy_ms: 0, waiting: true });
+    const { job: again, run: secondRun } = await nextRun(runs, publicId);
+    const second = { run: secondRun };
+    expect(await runs.busy(second.run, 50, 60_000)).toEqual({ handedBack: true });
+    slots.ended(second.run);
+    await h.finishJob(again);
+    expect((await busyOf(publicId)).busy_ms).toBeGreaterThanOrEqual(40);
+    const settled = await h.settle(publicId);
+    expectSettled(settled, TaskStatus.completed);
+    expect(settled.attempts).toBe(1);
+  });
+
+  it('past the timeout: nothing is handed back; the caller fails it (model_unavailable), refunded, its webhook written', async () => {
+    // Offered again 30 ms after the first refusal: the second one finds more than 10 ms waited.
+    const { publicId, runs, slots, again, second } = await refusedOnce(30, { callback: true });
+    const busy = await runs.busy(second.run, 0, 10);
+    expect(busy).toMatchObject({ timedOut: true });
+    expect((busy as { busyMs: number }).busyMs).toBeGreaterThanOrEqual(10);
+    expect((await h.state(publicId)).status).toBe(TaskStatus.processing);
+    await runs.fail(second.run, { errorCode: 'model_unavailable', errorMessage: 'No model server could take the task.' });
+    slots.ended(second.run);
+    await h.finishJob(again);
+    expect(await h.read(publicId)).toMatchObject({ status: TaskStatus.failed, error_code: 'model_unavailable' });
+    expectSettled(await h.settle(publicId), TaskStatus.failed);
+  });
+
+  for (const crash of [false, true]) {
+    it(`${crash ? 'a crash before the busy time is written' : 'the busy time failing to be written'}: nothing is handed back, and the task still runs and completes`, async () => {
+      const { publicId, runs, run, slots, job, fault } = await startRun();
+      fault(crash ? crashAt('database') : faultAt('database'));
+      await expect(runs.busy(run, 50, 60_000)).rejects.toThrow('injected fault');
+      slots.ended(run);
+      fault(new Set());
+      await endJob(job, true);
+      const settled = await h.settle(publicId);
+      expectSettled(settled, TaskStatus.completed);
+      expect(settled.attempts).toBe(1);
+    });
+  }
+
+  it('a retry (the model took the run and failed) ends the present wait; the busy time stays', async () => {
+    const { publicId, runs, slots, again, second } = await refusedOnce(0);
+    await runs.retry(second.run, 0);
+    slots.ended(second.run);
+    await h.finishJob(again);
+    expect((await busyOf(publicId)).waiting).toBe(false);
+    expectSettled(await h.settle(publicId), TaskStatus.completed);
   });
 });
 

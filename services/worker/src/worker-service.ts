@@ -125,6 +125,7 @@ export async function startWorkerService(
         shutdown: shutdown.signal,
         engineRuns,
         retryBackoffMs: config.taskRetryBackoffMs,
+        modelBusyTimeoutMs: config.modelBusyTimeoutMs,
         running,
       },
       kind,

@@ -4,7 +4,7 @@ import { createEgressClient } from '@taskapi/egress';
 import type { FileStore } from '@taskapi/file-store';
 import { MAX_IMAGE_BYTES } from '@taskapi/task-kinds';
 import { startHttpsReceiver, testCa, type HttpsReceiver } from '@taskapi/testing';
-import { failureMessage, INTERNAL_ERROR_MESSAGE, safeSentence, storableLine } from '../src/domain/failure-message';
+import { failureMessage, INTERNAL_ERROR_MESSAGE, modelUnavailableMessage, safeSentence, storableLine } from '../src/domain/failure-message';
 import { loadInputImage } from '../src/domain/input-image';
 import type { ClaimedTask } from '@taskapi/task-lifecycle';
 import { decideFailure } from '../src/domain/task-failure';
@@ -85,6 +85,14 @@ describe('error_message: decoding, timeout, internal errors', () => {
     expect(messageFor(err)).toEqual({ code: 'internal_error', message: INTERNAL_ERROR_MESSAGE });
     expect(INTERNAL_ERROR_MESSAGE).toBe('The task could not be run; it was refunded. Please try again.');
   });
+
+  it('model_unavailable says how long the task waited and to try again', () => {
+    expect(modelUnavailableMessage(1_800_450)).toBe(
+      'No model server could take the task: they stayed busy or unavailable for 30 min in all. It was not run and was refunded; please try again later.',
+    );
+    expect(modelUnavailableMessage(2_400)).toContain('for 2 s in all');
+    expect(modelUnavailableMessage(10)).toContain('for 1 s in all');
+  });
 });
 
 describe("error_message: a Cog model server's answers", () => {
@@ -92,11 +100,12 @@ describe("error_message: a Cog model server's answers", () => {
   let url: string;
   let reply: { status: number; body: string } = { status: 200, body: '{}' };
   let health = 'READY';
+  let healthExtra: Record<string, unknown> = {};
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        if (req.url === '/health-check') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: health }));
+        if (req.url === '/health-check') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: health, ...healthExtra }));
         res.writeHead(reply.status, { 'content-type': 'application/json' });
         res.end(reply.body);
       });
@@ -143,19 +152,39 @@ describe("error_message: a Cog model server's answers", () => {
     expect(await failWith(500, { detail: 'db at 10.1.2.3 down' })).toEqual({ code: 'engine_error', message: 'The model server failed (HTTP 500). Please try again later.' });
   });
 
-  it("a 503 from a server whose setup failed is a failed attempt (retried), not busy: its tasks must end", async () => {
-    health = 'SETUP_FAILED';
+  it('a 503 from a server whose setup failed, that went defunct or is unhealthy is busy (its tasks wait, bounded by MODEL_BUSY_TIMEOUT_MS), with the model\'s reason', async () => {
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ['SETUP_FAILED', { setup: { status: 'failed', logs: 'loading weights\nCUDA error: out of memory\n' } }, 'SETUP_FAILED: CUDA error: out of memory'],
+      ['DEFUNCT', {}, 'DEFUNCT'],
+      ['UNHEALTHY', { user_healthcheck_error: 'Healthcheck failed: user-defined healthcheck returned False' }, 'UNHEALTHY: Healthcheck failed: user-defined healthcheck returned False'],
+    ];
     try {
-      reply = { status: 503, body: '{"error":"setup failed","status":"failed"}' };
-      const cog = new CogServer({ url, maxConcurrency: 2, busyRetryMs: 1000 });
-      const err = await caught(() => cog.startAsync(request, never()));
-      await cog.close();
-      expect(err).toBeInstanceOf(EngineError);
-      expect((err as EngineError).retryable).toBe(true);
-      expect(messageFor(err)).toEqual({ code: 'engine_error', message: 'The model server is not available. Please try again later.' });
+      for (const [status, extra, said] of cases) {
+        health = status;
+        healthExtra = extra;
+        reply = { status: 503, body: '{"error":"not ready"}' };
+        const cog = new CogServer({ url, maxConcurrency: 2, busyRetryMs: 1000 });
+        const err = await caught(() => cog.startAsync(request, never()));
+        const notReady = await caught(() => cog.checkServing());
+        await cog.close();
+        expect(err).toBeInstanceOf(EngineBusyError);
+        expect((err as EngineBusyError).message).toContain(`(${said})`);
+        expect((notReady as Error).message).toBe(`model server ${new URL(url).origin} is ${said}`);
+      }
     } finally {
       health = 'READY';
+      healthExtra = {};
     }
+  });
+
+  it('a 503 whose health check does not answer 200 is a failed attempt (retried), as an unreachable server is', async () => {
+    reply = { status: 503, body: '{}' };
+    const cog = new CogServer({ url: `${url}/nothing-here`, maxConcurrency: 2, busyRetryMs: 1000 });
+    const err = await caught(() => cog.startAsync(request, never()));
+    await cog.close();
+    expect(err).toBeInstanceOf(EngineError);
+    expect((err as EngineError).retryable).toBe(true);
+    expect(messageFor(err)).toEqual({ code: 'engine_error', message: 'The model server is not available. Please try again later.' });
   });
 
   it('409, and 503 while the model starts, are busy, not failures', async () => {

@@ -169,15 +169,31 @@ SELECT t.id::text AS id, t.public_id, t.account_id, t.kind::text AS kind, t.crea
 );
 
 // `started_at` stays: a task that has started is never expired (docs/api.md, "Order, lifetime and fairness inside an account").
+// $3: the run ended busy (its wait on the model goes on: `model_busy_since` kept); otherwise the
+// model took the run, which ends the present wait.
 const HAND_BACK_SQL = `
 UPDATE tasks
    SET status = 0,
-       attempts = GREATEST(attempts - 1, 0)
+       attempts = GREATEST(attempts - 1, 0),
+       model_busy_since = CASE WHEN $3::boolean THEN model_busy_since END
  WHERE public_id = $1 AND status = 10 AND attempts = $2`;
 
+// The model took the run (it failed there): the present wait on a busy model is over.
 const REQUEUE_FOR_RETRY_SQL = `
-UPDATE tasks SET status = 0
+UPDATE tasks SET status = 0, model_busy_since = NULL
  WHERE public_id = $1 AND status = 10 AND attempts = $2`;
+
+// A busy model server refused the run: the time since the present wait began joins the task's busy
+// time, and the wait goes on from now (the first refusal of a wait adds nothing and starts it).
+const RECORD_BUSY = statement(
+  'worker-record-model-busy',
+  `UPDATE tasks
+      SET model_busy_ms = model_busy_ms + COALESCE(GREATEST(0, (extract(epoch FROM now() - model_busy_since) * 1000)::bigint), 0),
+          model_busy_since = now()
+    WHERE public_id = $1 AND status = 10 AND attempts = $2
+   RETURNING model_busy_ms::float8 AS busy_ms`,
+  z.object({ busy_ms: z.number() }),
+);
 
 const STATUS = statement('worker-task-status', 'SELECT status FROM tasks WHERE public_id = $1', z.object({ status: z.number() }));
 
@@ -372,8 +388,16 @@ export class TaskRows {
    * another run claimed since (this run lost its job lock), is left alone. Returns whether the
    * task was handed back.
    */
-  async handBack(publicId: string, attempts: number): Promise<boolean> {
-    return (await execute(this.db, 'worker-hand-back-task', HAND_BACK_SQL, [publicId, attempts])) === 1;
+  async handBack(publicId: string, attempts: number, busy = false): Promise<boolean> {
+    return (await execute(this.db, 'worker-hand-back-task', HAND_BACK_SQL, [publicId, attempts, busy])) === 1;
+  }
+
+  /**
+   * A busy model server refused this run: adds the present wait to the task's busy time and returns
+   * the milliseconds it has waited in all (null when the task moved on or another run claimed it).
+   */
+  async recordBusy(publicId: string, attempts: number): Promise<number | null> {
+    return (await queryFirst(this.db, RECORD_BUSY, [publicId, attempts]))?.busy_ms ?? null;
   }
 
   /**

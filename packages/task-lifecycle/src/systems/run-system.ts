@@ -235,7 +235,7 @@ export class RunSystem {
       run.publicId,
       {
         database: async () => {
-          const write = () => database.handBack(run.publicId, run.task.attempts);
+          const write = () => database.handBack(run.publicId, run.task.attempts, why === 'busy');
           try {
             // Waited for, except by a worker stopping: then it is released again all the same.
             return stopping ? await write() : await retryWhileUnavailable(write, { signal: this.opts.shutdown });
@@ -254,6 +254,25 @@ export class RunSystem {
       },
       stopping ? {} : { waitWhileUnavailable: this.opts.shutdown },
     );
+  }
+
+  /**
+   * A busy model server refused the run (at capacity, starting, not ready; docs/models.md, "A model
+   * server that stays busy"). The wait is added to the task's busy time in PostgreSQL first; within
+   * `timeoutMs` in all the task is handed back (`busy`: offered again after `delayMs`), past it
+   * nothing is handed back and the caller fails it with `model_unavailable` (`{ timedOut }`). A task
+   * that moved on meanwhile (a cancel) is handed back as `handBack` leaves it: alone.
+   */
+  async busy(run: Run, delayMs: number, timeoutMs: number): Promise<{ handedBack: boolean } | { timedOut: true; busyMs: number }> {
+    let busyMs: number | null;
+    try {
+      busyMs = await this.writer.run('busy time', run.publicId, { database: () => this.r.stores.database.recordBusy(run.publicId, run.task.attempts) }, { waitWhileUnavailable: this.opts.shutdown });
+    } catch (err) {
+      if (!(err instanceof StoppedWhileUnavailableError)) throw err;
+      return { handedBack: await this.handBack(run, 'shutdown') };
+    }
+    if (busyMs !== null && busyMs >= timeoutMs) return { timedOut: true, busyMs };
+    return { handedBack: await this.handBack(run, 'busy', delayMs) };
   }
 
   /** Cancelled while running (the cancel wrote everything else): the run's end frees its slot and place. */

@@ -83,5 +83,17 @@ export function failureMessage(err: unknown, code: TaskErrorCode, timeoutMs: num
       return (err instanceof EngineError && err.publicMessage && storableLine(err.publicMessage)) || 'The engine failed to process the task.';
     case 'internal_error':
       return INTERNAL_ERROR_MESSAGE;
+    case 'model_unavailable':
+      return modelUnavailableMessage(timeoutMs);
   }
+}
+
+/**
+ * The `error_message` of a task that waited `waitedMs` in all on busy or unavailable model servers
+ * (`model_unavailable`): ours, not the task's, so it says to try again.
+ */
+export function modelUnavailableMessage(waitedMs: number): string {
+  const minutes = waitedMs / 60_000;
+  const waited = minutes >= 1 ? `${Math.round(minutes)} min` : `${Math.max(1, Math.round(waitedMs / 1000))} s`;
+  return `No model server could take the task: they stayed busy or unavailable for ${waited} in all. It was not run and was refunded; please try again later.`;
 }

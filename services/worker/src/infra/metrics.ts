@@ -47,7 +47,7 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
   // Labels from closed sets: the configured kinds and the task error codes.
   const failed = new Counter({
     name: 'taskapi_worker_tasks_failed_total',
-    help: 'Tasks this worker moved to failed, by kind and error_code (invalid_input, image_fetch_failed, engine_error, timeout, internal_error); every failing path counts: runs, given-up jobs, the sweeper',
+    help: 'Tasks this worker moved to failed, by kind and error_code (invalid_input, image_fetch_failed, engine_error, timeout, internal_error, model_unavailable); every failing path counts: runs, given-up jobs, the sweeper',
     labelNames: ['kind', 'error_code'],
     registers: [registry],
   });

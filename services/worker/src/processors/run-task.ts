@@ -10,6 +10,7 @@ import type { Run, RunSystem, WorkerSlots } from '@taskapi/task-lifecycle';
 import { abortable, type Engine, type EngineOutput } from '@taskapi/engines';
 import type { FileStore } from '@taskapi/file-store';
 import { loadInputImage } from '../domain/input-image';
+import { modelUnavailableMessage } from '../domain/failure-message';
 import { decideEnding, type RunEnding } from '../domain/run-ending';
 import type { StoredFile, TaskOutputs } from '../infra/file-store';
 import type { RunOutcome, WorkerMetrics } from '../infra/metrics';
@@ -34,6 +35,8 @@ export interface RunTaskDeps {
   engineRuns: Set<Promise<unknown>>;
   /** Wait before the first retry after a transient failure (`TASK_RETRY_BACKOFF_MS`); doubled for each further one. */
   retryBackoffMs: number;
+  /** A task that has waited this long in all on busy model servers fails (`MODEL_BUSY_TIMEOUT_MS`). */
+  modelBusyTimeoutMs: number;
   /** The runs of this process by task, so a cancel (on any replica) stops the one running it. */
   running: RunningTasks;
 }
@@ -173,12 +176,14 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
         log().info('task cancelled while running; engine stopped');
         return { outcome: 'cancelled' };
       case 'hand-back': {
-        const handedBack = await deps.runs.handBack(run, ending.why, ending.delayMs);
         if (ending.why === 'busy') {
+          const busy = await deps.runs.busy(run, ending.delayMs, deps.modelBusyTimeoutMs);
+          if ('timedOut' in busy) return end(run, { kind: 'fail', code: 'model_unavailable', message: modelUnavailableMessage(busy.busyMs) }, ctx);
           observe('busy');
-          log().info('engine busy; task queued again', { reason, retry_in_ms: ending.delayMs, task_requeued: handedBack });
+          log().info('engine busy; task queued again', { reason, retry_in_ms: ending.delayMs, task_requeued: busy.handedBack });
           return { outcome: 'busy', retry_in_ms: ending.delayMs };
         }
+        const handedBack = await deps.runs.handBack(run, ending.why, ending.delayMs);
         observe('handed_back');
         if (ending.why === 'shutdown') log().info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
         else log().warn('task handed back without spending an attempt (a fault of the platform, not of the task)', { error: reason, task_requeued: handedBack });

@@ -7,6 +7,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Pool, type Dispatcher } from 'undici';
 import { EngineBusyError, EngineError, TaskInputError } from '@taskapi/engines';
+import { ReadinessProblem } from '@taskapi/service';
 import { handCarriedHeaders } from '@taskapi/telemetry';
 
 /** A prediction request (`PUT /predictions/{id}` body). */
@@ -28,6 +29,14 @@ export type CogStream = { kind: 'events'; events: AsyncIterable<CogStreamEvent> 
 
 /** Health statuses in which the server takes predictions (BUSY: all slots in use, it will again). */
 const SERVING = new Set(['READY', 'BUSY']);
+/**
+ * Statuses of a server that answers but cannot take the prediction now: its tasks wait (busy time,
+ * docs/models.md "A model server that stays busy") instead of spending attempts, since only the
+ * model's operator can end them (a container restarted, a GPU node ready at last).
+ */
+const WAIT_ON = new Set(['STARTING', 'BUSY', 'READY', 'SETUP_FAILED', 'DEFUNCT', 'UNHEALTHY', 'UNKNOWN']);
+/** How much of a model's own reason (its setup's last log line, its healthcheck's error) is quoted. */
+const REASON_MAX = 300;
 
 /** Header wait for a create or a cancel; a stream's body may then stay quiet as long as the model works. */
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -60,6 +69,8 @@ export class CogServer {
   private streaming: boolean | undefined;
   /** The last health status seen (a 409 counts as BUSY). */
   private lastHealth: string | undefined;
+  /** The model's own words with the last status that was not serving (setup log line, healthcheck error). */
+  private lastReason: string | undefined;
 
   constructor(private readonly opts: CogServerOptions) {
     this.url = opts.url;
@@ -149,8 +160,10 @@ export class CogServer {
       signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
     });
     const text = await res.body.text();
-    const status = res.statusCode === 200 ? (safeJson(text) as { status?: unknown } | undefined)?.status : undefined;
-    this.lastHealth = typeof status === 'string' ? status : `HTTP ${res.statusCode}`;
+    const body = res.statusCode === 200 ? (safeJson(text) as HealthBody | undefined) : undefined;
+    const status = body?.status;
+    this.lastHealth = typeof status === 'string' ? status.slice(0, 40) : `HTTP ${res.statusCode}`;
+    this.lastReason = SERVING.has(this.lastHealth) ? undefined : healthReason(this.lastHealth, body);
     return this.lastHealth;
   }
 
@@ -173,10 +186,13 @@ export class CogServer {
     return new EngineBusyError(`model server ${this.origin} is busy: ${why}`, this.opts.busyRetryMs);
   }
 
-  /** Throws unless the server takes predictions (the worker's readiness). */
+  /**
+   * Throws unless the server takes predictions (the worker's readiness): a `ReadinessProblem` that
+   * `/readyz` shows, quoting the model's own reason where it gives one.
+   */
   async checkServing(): Promise<void> {
     const status = await this.health();
-    if (!SERVING.has(status)) throw new Error(`model server ${this.origin} is ${status}`);
+    if (!SERVING.has(status)) throw new ReadinessProblem(`model server ${this.origin} is ${status}${this.lastReason ? `: ${this.lastReason}` : ''}`);
   }
 
   close(): Promise<void> {
@@ -207,11 +223,12 @@ export class CogServer {
   }
 
   /**
-   * 409 (all slots busy) and 503 while the model is still starting are busy, not failures; a 503
-   * from a server whose setup failed (or that went defunct) is a failed attempt, retried like an
-   * unreachable server, so its tasks end instead of waiting forever; 422 is input the model can
-   * never take; any other 4xx is a failure; 5xx is retried. Only a create (`learn`) teaches the
-   * capacity: a 409 to a stream request says nothing new was refused.
+   * 409 (all slots busy) and a 503 from a server that answers its health check (starting, setup
+   * failed, defunct, unhealthy) are busy, not failures: the task waits without spending attempts,
+   * its busy time bounded by MODEL_BUSY_TIMEOUT_MS, so it ends (model_unavailable) instead of
+   * waiting forever; a 503 whose health check does not answer is retried like an unreachable
+   * server; 422 is input the model can never take; any other 4xx is a failure; 5xx is retried.
+   * Only a create (`learn`) teaches the capacity: a 409 to a stream request says nothing new was refused.
    */
   private async refuseUnlessOk(res: Dispatcher.ResponseData, ok: readonly number[], learn: boolean): Promise<void> {
     if (ok.includes(res.statusCode)) return;
@@ -227,7 +244,7 @@ export class CogServer {
     }
     if (res.statusCode === 503) {
       const health = await this.health().catch(() => 'unreachable');
-      if (health === 'STARTING' || health === 'BUSY' || health === 'READY') throw this.busy(`it answered 503 (${health})`);
+      if (WAIT_ON.has(health)) throw this.busy(`it answered 503 (${health}${this.lastReason ? `: ${this.lastReason}` : ''})`);
       throw new EngineError(`model server ${this.origin} answered 503 and its health check says ${health}`, true, 'The model server is not available. Please try again later.');
     }
     if (res.statusCode === 422) throw new TaskInputError(validationMessage(text));
@@ -247,6 +264,30 @@ function validationMessage(text: string): string {
   if (!detail || typeof detail.msg !== 'string') return 'The model refused the input.';
   const field = Array.isArray(detail.loc) ? detail.loc.at(-1) : undefined;
   return typeof field === 'string' ? `${field}: ${detail.msg}` : detail.msg;
+}
+
+/** What `/health-check` answers (coglet's HealthCheckResponse), as far as the worker reads it. */
+interface HealthBody {
+  status?: unknown;
+  setup?: { logs?: unknown } | null;
+  user_healthcheck_error?: unknown;
+}
+
+/** The model's own reason for a status: its healthcheck's error, or a failed setup's last log line. */
+function healthReason(status: string, body: HealthBody | undefined): string | undefined {
+  const error = body?.user_healthcheck_error;
+  if (typeof error === 'string' && error.trim()) return oneLine(error);
+  const logs = status === 'SETUP_FAILED' ? body?.setup?.logs : undefined;
+  if (typeof logs !== 'string') return undefined;
+  const last = logs.split(/\r?\n/).map((l) => l.trim()).filter(Boolean).at(-1);
+  return last ? oneLine(last) : undefined;
+}
+
+/** One line of printable text, at most REASON_MAX characters. */
+function oneLine(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const clean = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return clean.length > REASON_MAX ? `${clean.slice(0, REASON_MAX - 1)}…` : clean;
 }
 
 function safeJson(text: string): unknown {
