@@ -141,7 +141,7 @@ async function startMode(ctx: CogContext, mode: Mode): Promise<Running> {
     WORKER_KINDS: 'image-generation',
     WORKER_CONCURRENCY: String(CONCURRENCY),
     ENGINE_IMAGE: mode,
-    ...(model ? { COG_URL_IMAGE: model.url, COG_WEBHOOK_BASE_URL: base } : {}),
+    ...(model ? { COG_URL_IMAGE: model.url, COG_MAX_CONCURRENCY_IMAGE: String(CONCURRENCY), COG_WEBHOOK_BASE_URL: base } : {}),
   };
   try {
     const api = await startApi(env);

@@ -84,6 +84,8 @@ function servicesEnv(o: { databaseUrl: string; sentinels: string; sentinelName: 
       SWEEPER_INTERVAL_MS: '2000',
       ENGINE_VIDEO: 'cog',
       COG_URL_VIDEO: o.modelServerUrl,
+      // Each worker may send the model server as many predictions as it has slots.
+      COG_MAX_CONCURRENCY_VIDEO: String(WORKER_CONCURRENCY),
       COG_WEBHOOK_BASE_URL: `http://127.0.0.1:${o.port}`,
       WEBHOOK_TIMEOUT_MS: '5000',
       WEBHOOK_RETRY_DELAYS_MS: '250,500,1000,2000,4000',

@@ -48,16 +48,19 @@ describe('the cog engine', () => {
   }
 
   /** A worker of `kind` on the Cog server at `url`; webhooks come back to the test API. */
-  async function cogWorker(kind: 'IMAGE' | 'VIDEO' | 'FACE', url: string, env: Record<string, string> = {}): Promise<RunningService> {
+  async function cogWorker(kind: 'IMAGE' | 'VIDEO' | 'FACE', url: string, env: Record<string, string> = {}, logStream?: NodeJS.WritableStream): Promise<RunningService> {
     const kinds = { IMAGE: 'image-generation', VIDEO: 'video-generation', FACE: 'face-detection' } as const;
-    const worker = await startWorker({
-      ...system.env,
-      WORKER_KINDS: kinds[kind],
-      [`ENGINE_${kind}`]: 'cog',
-      [`COG_URL_${kind}`]: url,
-      COG_WEBHOOK_BASE_URL: system.api.url,
-      ...env,
-    });
+    const worker = await startWorker(
+      {
+        ...system.env,
+        WORKER_KINDS: kinds[kind],
+        [`ENGINE_${kind}`]: 'cog',
+        [`COG_URL_${kind}`]: url,
+        COG_WEBHOOK_BASE_URL: system.api.url,
+        ...env,
+      },
+      { logStream },
+    );
     workers.push(worker);
     return worker;
   }
@@ -157,7 +160,9 @@ describe('the cog engine', () => {
   });
 
   it("input the model refuses (422) fails with invalid_input, naming the model's field", async () => {
-    const cog = await cogServer({ model: 'face' }); // wants `image`; an image task sends none
+    // Wants `image`, which an image task does not send; with no schema served, the worker's own
+    // check (below) cannot see it coming, so the model's 422 decides.
+    const cog = await cogServer({ model: 'face', openapi: null });
     await cogWorker('IMAGE', cog.url);
     const publicId = await create('image-generation', { prompt: 'no image here' });
     const task = await waitForTask(system.api, key.plaintext, publicId);
@@ -168,7 +173,8 @@ describe('the cog engine', () => {
   it('a busy server (409): the task waits queued with no attempt spent, the worker learns the capacity, and it runs once a slot frees', async () => {
     const held = heldModel({ streaming: false });
     const cog = await cogServer({ model: held.model, concurrency: 1 });
-    await cogWorker('IMAGE', cog.url, { WORKER_CONCURRENCY: '2', COG_BUSY_RETRY_MS: '200' });
+    // Told the model runs two at once (as when other workers share it): the refusal teaches one.
+    await cogWorker('IMAGE', cog.url, { WORKER_CONCURRENCY: '2', COG_MAX_CONCURRENCY_IMAGE: '2', COG_BUSY_RETRY_MS: '200' });
     const first = await create('image-generation', { prompt: 'first' });
     await waitFor(() => held.holds(predictionId(first, 1)), { what: 'the first prediction to run' });
     const second = await create('image-generation', { prompt: 'second' });
@@ -187,6 +193,38 @@ describe('the cog engine', () => {
     held.release(secondId);
     expect(await waitForTask(system.api, key.plaintext, second)).toMatchObject({ status: 20 });
     expect(await row(second)).toEqual({ status: 20, attempts: 1 });
+  });
+
+  it("COG_MAX_CONCURRENCY_<KIND>: as many predictions at once as the model runs, none refused; by default one", async () => {
+    const busyRuns = async (worker: RunningService) =>
+      Number(/taskapi_worker_task_runs_total\{kind="image-generation",outcome="busy"\} (\d+)/.exec(await (await fetch(`${worker.opsUrl}/metrics`)).text())?.[1] ?? 0);
+    const running = (held: ReturnType<typeof heldModel>, ids: string[]) => ids.filter((id) => held.holds(predictionId(id, 1)));
+    for (const [max, modelSlots] of [['3', 3], [undefined, 2]] as const) {
+      const held = heldModel({ streaming: false });
+      const cog = await cogServer({ model: held.model, concurrency: modelSlots });
+      const worker = await cogWorker('IMAGE', cog.url, { WORKER_CONCURRENCY: '4', OPS_PORT: '0', HOST: '127.0.0.1', ...(max ? { COG_MAX_CONCURRENCY_IMAGE: max } : {}) });
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) ids.push(await create('image-generation', { prompt: `slot ${i}` }));
+      const expected = max ? 3 : 1;
+      await waitFor(() => running(held, ids).length === expected, { what: `${expected} predictions running` });
+      // The others were never sent: no 409 to learn from, no busy hand-back.
+      const waiting = ids.filter((id) => !held.holds(predictionId(id, 1)));
+      for (const id of waiting) expect(cog.putRequests()[predictionId(id, 1)]).toBeUndefined();
+      expect(await busyRuns(worker)).toBe(0);
+      // Each released slot takes the next; all complete.
+      await waitFor(
+        async () => {
+          for (const id of running(held, ids)) held.release(predictionId(id, 1));
+          const done = await Promise.all(ids.map(async (id) => (await get(id)).body.status === 20));
+          return done.every(Boolean);
+        },
+        { timeoutMs: 20_000, what: 'every task completed' },
+      );
+      expect(cog.predictions()).toHaveLength(4);
+      expect(await busyRuns(worker)).toBe(0);
+      await worker.stop();
+      workers.splice(workers.indexOf(worker), 1);
+    }
   });
 
   it("a BUSY health check keeps new predictions away: the task waits queued, asking the health check, not PUT, until a slot frees", async () => {
@@ -285,6 +323,84 @@ describe('the cog engine', () => {
       expect(await busyRow(publicId)).toMatchObject({ status: 20, attempts: 1 });
       expect((await busyRow(publicId)).busy_ms).toBeGreaterThan(0);
       await waitFor(async () => (await readiness()).status === 200, { what: 'the worker ready again' });
+    });
+  });
+
+  describe("the model's inputs, checked before its first prediction", () => {
+    // tencentarc/gfpgan's Input (docs/models.md): `img` required, where the face kind sends `image`.
+    const GFPGAN_DOCUMENT = JSON.stringify({
+      openapi: '3.0.2',
+      info: { title: 'Cog', version: '0.1.0' },
+      components: {
+        schemas: {
+          Input: {
+            title: 'Input',
+            type: 'object',
+            properties: {
+              img: { title: 'Img', type: 'string', format: 'uri', description: 'Input', 'x-order': 0 },
+              version: { allOf: [{ $ref: '#/components/schemas/version' }], default: 'v1.4', 'x-order': 1 },
+              scale: { title: 'Scale', type: 'number', default: 2, 'x-order': 2 },
+            },
+            required: ['img'],
+          },
+          version: { title: 'version', enum: ['v1.2', 'v1.3', 'v1.4', 'RestoreFormer'], type: 'string' },
+        },
+      },
+    });
+    const env = { COG_BUSY_RETRY_MS: '100', OPS_PORT: '0', HOST: '127.0.0.1' };
+    const readiness = async (worker: RunningService) => {
+      const res = await fetch(`${worker.opsUrl}/readyz`);
+      return { status: res.status, problem: ((await res.json()) as { problems?: Record<string, string> }).problems?.['model_face-detection'] };
+    };
+
+    it('a required model input nothing fills: the kind is not ready naming the field and the model, nothing is sent, the task waits; the restarted model is checked again and runs it', async () => {
+      let log = '';
+      const logStream = new PassThrough();
+      logStream.on('data', (c: Buffer) => (log += c.toString()));
+      const cog = await cogServer({ model: 'face', openapi: GFPGAN_DOCUMENT });
+      const worker = await cogWorker('FACE', cog.url, { ...env, LOG_LEVEL: 'info' }, logStream);
+      const origin = new URL(cog.url).origin;
+      const said = `model server ${origin} does not take what the worker sends: its required input "img" gets nothing (the worker sends "image"; rename one with COG_INPUT_MAP_FACE=ours=img)`;
+      await waitFor(async () => (await readiness(worker)).problem === said, { what: '/readyz to name the field and the model' });
+      expect((await readiness(worker)).status).toBe(503);
+      const publicId = await create('face-detection', { image_base64: fixture('astronaut.png').toString('base64') });
+      await waitFor(
+        async () => (await system.api.deps.db.pool.query<{ n: string }>('SELECT model_busy_ms::text AS n FROM tasks WHERE public_id = $1', [publicId])).rows[0]!.n !== '0',
+        { what: 'the task refused and waiting' },
+      );
+      expect(cog.putRequests()).toEqual({});
+      expect((await get(publicId)).body).toMatchObject({ status: 0 });
+      // Said once in the log (not at every refusal), with the input the model would drop.
+      expect(log.split('model server cannot take what the worker sends').length - 1).toBe(1);
+      const dropped = log.split('\n').filter((l) => l.includes('model server does not declare inputs the worker sends; Cog drops them'));
+      expect(dropped.map((l) => JSON.parse(l).inputs)).toEqual([['image']]);
+      // The container is replaced by one whose model takes `image` (a new setup): checked again, ready, the task runs.
+      const port = cog.port;
+      await cog.close();
+      servers.splice(servers.indexOf(cog), 1);
+      await cogServer({ model: 'face', port });
+      await waitFor(async () => (await readiness(worker)).status === 200, { what: 'the worker ready with the new model' });
+      expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20, result: { face_coordinates: expect.any(Array) } });
+    });
+
+    it('a schema that is missing, not JSON or huge is logged and the model trusted: the kind is ready and its tasks run', async () => {
+      for (const [openapi, why] of [
+        [null, 'it answered 404'],
+        ['not json {', 'JSON'],
+        [JSON.stringify({ padding: 'x'.repeat(2 * 1024 * 1024) }), 'larger than 1048576 bytes'],
+      ] as const) {
+        let log = '';
+        const logStream = new PassThrough();
+        logStream.on('data', (c: Buffer) => (log += c.toString()));
+        const cog = await cogServer({ model: 'face', openapi });
+        const worker = await cogWorker('FACE', cog.url, { ...env, LOG_LEVEL: 'info' }, logStream);
+        await waitFor(async () => (await readiness(worker)).status === 200, { what: 'the worker ready' });
+        const publicId = await create('face-detection', { image_base64: fixture('astronaut.png').toString('base64') });
+        expect(await waitForTask(system.api, key.plaintext, publicId)).toMatchObject({ status: 20 });
+        await waitFor(() => log.includes('model server schema not readable; its inputs are not checked') && log.includes(why), { what: `the log to say why (${why})` });
+        await worker.stop();
+        workers.splice(workers.indexOf(worker), 1);
+      }
     });
   });
 

@@ -51,6 +51,9 @@ class FairSystem {
       ENGINE_VIDEO: 'cog',
       COG_URL_IMAGE: system.model.url,
       COG_URL_VIDEO: system.model.url,
+      // The stub runs 256 predictions at once: every worker slot may send one.
+      COG_MAX_CONCURRENCY_IMAGE: '256',
+      COG_MAX_CONCURRENCY_VIDEO: '256',
       WORKER_KINDS: 'image-generation,video-generation',
       ...overrides,
     };

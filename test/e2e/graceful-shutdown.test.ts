@@ -37,7 +37,7 @@ describe('graceful shutdown of the processes users start', () => {
     await system?.stop();
   });
 
-  const cogVideoWorker = () => ({ WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_WEBHOOK_BASE_URL: system.api.url });
+  const cogVideoWorker = () => ({ WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_MAX_CONCURRENCY_VIDEO: '4', COG_WEBHOOK_BASE_URL: system.api.url });
 
   async function start(...args: Parameters<typeof startChild>): Promise<ChildService> {
     const child = await startChild(...args);

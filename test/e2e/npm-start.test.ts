@@ -43,7 +43,7 @@ describe('npm start', () => {
     const port = await freePort();
     const env = {
       ...process.env,
-      ...testEnv({ ...system.env, LOG_LEVEL: 'info', PORT: String(port), HOST: '127.0.0.1', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url }),
+      ...testEnv({ ...system.env, LOG_LEVEL: 'info', PORT: String(port), HOST: '127.0.0.1', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_MAX_CONCURRENCY_VIDEO: '4' }),
       NODE_EXTRA_CA_CERTS: testCa().caFile,
     };
     const child = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -71,7 +71,7 @@ describe('npm start', () => {
     // before it logs that it started.
     const id = predictionId(publicId, 1);
     const puts = cog.putRequests()[id]!;
-    const env = { ...system.env, WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_WEBHOOK_BASE_URL: system.api.url };
+    const env = { ...system.env, WORKER_KINDS: 'video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_MAX_CONCURRENCY_VIDEO: '4', COG_WEBHOOK_BASE_URL: system.api.url };
     const worker = await startChild('worker', env, 'worker started');
     started.push(worker);
     try {

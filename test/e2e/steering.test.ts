@@ -31,6 +31,8 @@ describe('steering tasks', () => {
       RATE_LIMIT_PAID_PER_MINUTE: '100000',
       ENGINE_IMAGE: 'cog',
       COG_URL_IMAGE: model.url,
+      // The stub runs 256 predictions at once: every worker slot may send one.
+      COG_MAX_CONCURRENCY_IMAGE: '256',
       WORKER_KINDS: 'image-generation',
     };
     api = await startApi(env);

@@ -90,7 +90,7 @@ describe('a task traced end to end', () => {
   async function worker(extra: Record<string, string> = {}): Promise<ChildService> {
     const child = await startChild(
       'worker',
-      { ...serviceEnv, WORKER_KINDS: 'image-generation,video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_WEBHOOK_BASE_URL: apiUrl, ...extra },
+      { ...serviceEnv, WORKER_KINDS: 'image-generation,video-generation', ENGINE_VIDEO: 'cog', COG_URL_VIDEO: cog.url, COG_MAX_CONCURRENCY_VIDEO: '4', COG_WEBHOOK_BASE_URL: apiUrl, ...extra },
       'worker started',
       'node',
     );

@@ -33,6 +33,7 @@ describe('a worker killed mid-task', () => {
       WORKER_KINDS: 'video-generation',
       ENGINE_VIDEO: 'cog',
       COG_URL_VIDEO: cog.url,
+      COG_MAX_CONCURRENCY_VIDEO: '4',
       COG_WEBHOOK_BASE_URL: system.api.url,
       // Children log at info level, so the test can wait for "worker started".
       LOG_LEVEL: 'info',

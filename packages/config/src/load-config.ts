@@ -213,6 +213,8 @@ const settings = {
   /** Per kind: its Cog model server, and the renaming of input fields its model expects (`ours=theirs,...`). */
   cog: perTaskKind((kind) => ({
     url: variable(kind.engine.cogUrl, httpUrl('must be an http(s) URL').transform(withoutTrailingSlash).optional()),
+    /** Predictions one worker sends the kind's model server at once: its model's `concurrency.max` (Cog's default 1). */
+    maxConcurrency: variable(kind.engine.cogMaxConcurrency, wholeNumber(1000).default(1)),
     inputMap: variable(
       kind.engine.cogInputMap,
       commaList((pair) => {

@@ -20,10 +20,13 @@ describe('configuration', () => {
     expect(c.webhookAllowPrivateNetworks).toBe(false);
     expect(c.workerKinds).toEqual(['video-generation', 'image-generation', 'face-detection']);
     expect(c.engines).toEqual({ 'video-generation': 'builtin', 'image-generation': 'builtin', 'face-detection': 'builtin' });
-    expect(c.cog['image-generation']).toEqual({ url: undefined, inputMap: undefined });
+    // One prediction at a time per model server (Cog's concurrency.max default), unless told.
+    expect(c.cog['image-generation']).toEqual({ url: undefined, inputMap: undefined, maxConcurrency: 1 });
     // Model servers post to where clients reach the API, unless told otherwise.
     expect(c.cogWebhookBaseUrl).toBe(c.publicBaseUrl);
     expect(c.cogBusyRetryMs).toBe(2_000);
+    // A task waits at most 30 minutes in all on busy or unavailable model servers.
+    expect(c.modelBusyTimeoutMs).toBe(1_800_000);
     expect(Object.isFrozen(c)).toBe(true);
   });
 
@@ -50,13 +53,14 @@ describe('configuration', () => {
       ENGINE_VIDEO: 'cog',
       COG_URL_VIDEO: 'http://video-model:5000/',
       COG_INPUT_MAP_VIDEO: 'duration_seconds=seconds, prompt=text',
+      COG_MAX_CONCURRENCY_VIDEO: '4',
       COG_WEBHOOK_BASE_URL: 'http://api.internal:3000/',
       TASK_TIMEOUT_VIDEO_MS: '600000',
     });
     expect(c.workerKinds).toEqual(['face-detection']);
     expect(c.workerConcurrency).toBe(3);
     expect(c.engines['video-generation']).toBe('cog');
-    expect(c.cog['video-generation']).toEqual({ url: 'http://video-model:5000', inputMap: { duration_seconds: 'seconds', prompt: 'text' } });
+    expect(c.cog['video-generation']).toEqual({ url: 'http://video-model:5000', inputMap: { duration_seconds: 'seconds', prompt: 'text' }, maxConcurrency: 4 });
     expect(c.cogWebhookBaseUrl).toBe('http://api.internal:3000');
     expect(c.taskTimeoutsMs['video-generation']).toBe(600_000);
   });
@@ -69,6 +73,8 @@ describe('configuration', () => {
     expect(attempt).toThrow(/WEBHOOK_ALLOW_PRIVATE_NETWORKS/);
     expect(attempt).toThrow(/REDIS_URL/);
     expect(() => loadConfig({ ...SECRETS, WORKER_KINDS: 'video-generation,audio' })).toThrow(/WORKER_KINDS: "audio"/);
+    expect(() => loadConfig({ ...SECRETS, MODEL_BUSY_TIMEOUT_MS: '999' })).toThrow(/MODEL_BUSY_TIMEOUT_MS must be at least 1000/);
+    expect(() => loadConfig({ ...SECRETS, COG_MAX_CONCURRENCY_IMAGE: '0' })).toThrow(/COG_MAX_CONCURRENCY_IMAGE must be at least 1/);
     expect(() => loadConfig({ ...SECRETS, WEBHOOK_RETRY_DELAYS_MS: '1000,soon' })).toThrow(/WEBHOOK_RETRY_DELAYS_MS/);
     expect(() => loadConfig({ ...SECRETS, SECRETS_KEY: 'c2hvcnQ=' })).toThrow(/SECRETS_KEY/);
     expect(() => loadConfig({ ...SECRETS, ADMIN_USER: 'ops' })).toThrow(/ADMIN_USER and ADMIN_PASSWORD/);

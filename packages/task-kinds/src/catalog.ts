@@ -23,12 +23,14 @@ export interface TaskKindDefinition {
   timeoutMs: { default: number; variable: `TASK_TIMEOUT_${string}_MS` };
   /**
    * The variables of the kind's engine: `variable` chooses `builtin` (the default) or `cog`; a Cog
-   * model server is at `cogUrl`, and `cogInputMap` renames input fields for it (docs/models.md).
+   * model server is at `cogUrl`, `cogInputMap` renames input fields for it, and `cogMaxConcurrency`
+   * says how many predictions it runs at once (docs/models.md).
    */
   engine: {
     variable: `ENGINE_${string}`;
     cogUrl: `COG_URL_${string}`;
     cogInputMap: `COG_INPUT_MAP_${string}`;
+    cogMaxConcurrency: `COG_MAX_CONCURRENCY_${string}`;
     /** The input fields a model gets, by our names (what `cogInputMap` may rename). */
     modelInputs: readonly string[];
   };
@@ -51,7 +53,7 @@ export const TASK_KIND_CATALOG = {
     bodyLimitBytes: TEXT_BODY_LIMIT,
     cost: { default: 10, variable: 'TASK_COST_VIDEO' },
     timeoutMs: { default: 120_000, variable: 'TASK_TIMEOUT_VIDEO_MS' },
-    engine: { variable: 'ENGINE_VIDEO', cogUrl: 'COG_URL_VIDEO', cogInputMap: 'COG_INPUT_MAP_VIDEO', modelInputs: ['prompt', 'duration_seconds'] },
+    engine: { variable: 'ENGINE_VIDEO', cogUrl: 'COG_URL_VIDEO', cogInputMap: 'COG_INPUT_MAP_VIDEO', cogMaxConcurrency: 'COG_MAX_CONCURRENCY_VIDEO', modelInputs: ['prompt', 'duration_seconds'] },
     webhook: { result: false },
   },
   'image-generation': {
@@ -64,7 +66,7 @@ export const TASK_KIND_CATALOG = {
     bodyLimitBytes: TEXT_BODY_LIMIT,
     cost: { default: 2, variable: 'TASK_COST_IMAGE' },
     timeoutMs: { default: 30_000, variable: 'TASK_TIMEOUT_IMAGE_MS' },
-    engine: { variable: 'ENGINE_IMAGE', cogUrl: 'COG_URL_IMAGE', cogInputMap: 'COG_INPUT_MAP_IMAGE', modelInputs: ['prompt', 'width', 'height'] },
+    engine: { variable: 'ENGINE_IMAGE', cogUrl: 'COG_URL_IMAGE', cogInputMap: 'COG_INPUT_MAP_IMAGE', cogMaxConcurrency: 'COG_MAX_CONCURRENCY_IMAGE', modelInputs: ['prompt', 'width', 'height'] },
     webhook: { result: false },
   },
   'face-detection': {
@@ -88,7 +90,7 @@ export const TASK_KIND_CATALOG = {
     bodyLimitBytes: Math.ceil((MAX_IMAGE_BYTES * 4) / 3) + 256 * 1024,
     cost: { default: 1, variable: 'TASK_COST_FACE' },
     timeoutMs: { default: 30_000, variable: 'TASK_TIMEOUT_FACE_MS' },
-    engine: { variable: 'ENGINE_FACE', cogUrl: 'COG_URL_FACE', cogInputMap: 'COG_INPUT_MAP_FACE', modelInputs: ['image'] },
+    engine: { variable: 'ENGINE_FACE', cogUrl: 'COG_URL_FACE', cogInputMap: 'COG_INPUT_MAP_FACE', cogMaxConcurrency: 'COG_MAX_CONCURRENCY_FACE', modelInputs: ['image'] },
     webhook: { result: true },
   },
 } satisfies Record<string, TaskKindDefinition>;

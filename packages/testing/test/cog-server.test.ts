@@ -132,6 +132,16 @@ describe('Cog server: discovery and health', () => {
     expect((await request(server.url, 'GET', '/nowhere')).status).toBe(404);
   });
 
+  it("serves a test's own /openapi.json (any text), none (404), or the model's again", async () => {
+    const server = await cog({ model: 'echo', openapi: 'not json {' });
+    const raw = await fetch(`${server.url}/openapi.json`);
+    expect([raw.status, await raw.text()]).toEqual([200, 'not json {']);
+    server.setOpenApi(null);
+    expect((await fetch(`${server.url}/openapi.json`)).status).toBe(404);
+    server.setOpenApi(undefined);
+    expect((await request(server.url, 'GET', '/openapi.json')).body.components.schemas.Input.properties.delay_ms).toMatchObject({ type: 'integer' });
+  });
+
   it('reports STARTING during setup and answers 503 to predictions until READY', async () => {
     const server = await cog({ model: 'echo', setupMs: 1_500 }, false);
     const health = await request(server.url, 'GET', '/health-check');

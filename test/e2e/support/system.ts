@@ -48,9 +48,9 @@ type ServiceStarter = (
 ) => Promise<{ opsPort: number | undefined; stop(): Promise<void> }>;
 
 /** A service in this process, on its own connections, as its main.ts wires it (but trusting the test CA). */
-async function startInProcess(name: string, env: Record<string, string>, start: ServiceStarter): Promise<RunningService> {
+async function startInProcess(name: string, env: Record<string, string>, start: ServiceStarter, logStream?: NodeJS.WritableStream): Promise<RunningService> {
   const config = testConfig(env);
-  const logger = createLogger({ service: name, level: config.logLevel });
+  const logger = createLogger({ service: name, level: config.logLevel, stream: logStream });
   const backends = await connectBackends(config, logger, `e2e-${name}`, 8);
   const service = await start(config, logger, backends, { egressTls: egressTls() });
   return {
@@ -63,7 +63,7 @@ async function startInProcess(name: string, env: Record<string, string>, start: 
 }
 
 /** The worker service in this process (real BullMQ workers, engines, egress client). */
-export const startWorker = (env: Record<string, string>) => startInProcess('worker', env, startWorkerService);
+export const startWorker = (env: Record<string, string>, opts: { logStream?: NodeJS.WritableStream } = {}) => startInProcess('worker', env, startWorkerService, opts.logStream);
 
 /** The webhook dispatcher in this process. */
 export const startDispatcher = (env: Record<string, string>) => startInProcess('dispatcher', env, startDispatcherService);

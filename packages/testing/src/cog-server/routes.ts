@@ -26,6 +26,8 @@ export interface RouteDeps {
   shutdown(): void;
   /** The event streams open now (so a test can cut them, as a proxy or a network fault would). */
   streams: Set<ServerResponse>;
+  /** `/openapi.json` as a test set it: its text, null for none (404), undefined for the model's own. */
+  openapi?: () => string | null | undefined;
 }
 
 // Accept naming text/event-stream wins over Prefer: respond-async (prediction_response_mode).
@@ -141,6 +143,13 @@ export function createRoutes(deps: RouteDeps): (req: IncomingMessage, res: Serve
   }
 
   function openapi(res: ServerResponse): void {
+    // A test's own document (any text, even not JSON), or none at all (404).
+    const served = deps.openapi?.();
+    if (served === null) return sendJson(res, 404, { detail: 'Not Found' });
+    if (served !== undefined) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end(served);
+    }
     sendJson(res, 200, {
       openapi: '3.0.2',
       info: { title: 'Cog', version: '0.1.0' },

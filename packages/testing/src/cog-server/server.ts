@@ -37,6 +37,8 @@ export interface CogServerOptions extends ModelOptions {
   webhookMaxRetries?: number;
   /** `Authorization: Bearer` on webhooks (coglet's `WEBHOOK_AUTH_TOKEN`). */
   webhookAuthToken?: string;
+  /** `/openapi.json` served as this text (any, even not JSON), or a 404 with null; default: built from the model's inputs. */
+  openapi?: string | null;
 }
 
 export interface CogServer {
@@ -49,6 +51,8 @@ export interface CogServer {
   putRequests(): Record<string, number>;
   /** Forces `/health-check`'s status (and what follows from it), or back to the real one with null. */
   setHealth(status: HealthStatus | null): void;
+  /** Serves `/openapi.json` as this text, a 404 with null, or the model's own again with undefined. */
+  setOpenApi(text: string | null | undefined): void;
   /** Cancels what runs, forgets every record and file, health back to automatic. */
   reset(): void;
   /** Cuts every open event stream's connection (a network fault); returns how many were cut. */
@@ -90,7 +94,8 @@ export async function startCogServer(opts: CogServerOptions): Promise<CogServer>
       server.closeAllConnections();
     }));
   const streams = new Set<http.ServerResponse>();
-  const routes = createRoutes({ model, service, files, shutdown: () => void close(), streams });
+  let openapi = opts.openapi;
+  const routes = createRoutes({ model, service, files, shutdown: () => void close(), streams, openapi: () => openapi });
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     routes(req, res).catch((err: unknown) => {
       // A bug in this server: answer 500 like axum's panic handler, or cut a response already begun.
@@ -127,6 +132,7 @@ export async function startCogServer(opts: CogServerOptions): Promise<CogServer>
     predictions: () => service.recorded(),
     putRequests: () => service.putRequests(),
     setHealth: (status) => service.health.force(status),
+    setOpenApi: (text) => (openapi = text),
     reset: () => service.reset(),
     cutStreams() {
       const open = [...streams];

@@ -6,9 +6,10 @@ import { createBuiltinEngine, type Engine } from '@taskapi/engines';
 import type { FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
 import type { PubSubFanout } from '@taskapi/service';
-import type { TaskKind } from '@taskapi/task-kinds';
+import { TASK_KIND_CATALOG, type TaskKind } from '@taskapi/task-kinds';
 import { abandonPrediction, createCogEngine } from './cog/cog-engine';
 import { CogServer } from './cog/cog-server';
+import { sentInputs } from './cog/input-check';
 
 export interface Engines {
   engines: Partial<Record<TaskKind, Engine>>;
@@ -41,7 +42,16 @@ export async function createEngines(config: Config, kinds: readonly TaskKind[], 
   for (const kind of kinds) {
     const url = config.cog[kind].url;
     if (config.engines[kind] === 'cog' && url) {
-      const server = new CogServer({ url, maxConcurrency: config.workerConcurrency, busyRetryMs: config.cogBusyRetryMs, onCapacity: (n) => cog.onCapacity(kind, n) });
+      const server = new CogServer({
+        url,
+        // No more at once than the model runs (COG_MAX_CONCURRENCY_<KIND>), nor than this worker's slots.
+        maxConcurrency: Math.min(config.workerConcurrency, config.cog[kind].maxConcurrency),
+        busyRetryMs: config.cogBusyRetryMs,
+        onCapacity: (n) => cog.onCapacity(kind, n),
+        // The model's schema is checked against what this kind sends it before its first prediction.
+        inputs: { sent: sentInputs(kind, config.cog[kind].inputMap), mapVariable: TASK_KIND_CATALOG[kind].engine.cogInputMap },
+        logger: cog.logger,
+      });
       cogServers[kind] = server;
       engines[kind] = createCogEngine({
         kind,

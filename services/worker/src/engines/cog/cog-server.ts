@@ -7,7 +7,9 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Pool, type Dispatcher } from 'undici';
 import { EngineBusyError, EngineError, TaskInputError } from '@taskapi/engines';
+import type { Logger } from '@taskapi/logger';
 import { ReadinessProblem } from '@taskapi/service';
+import { checkInputs, type SentInput } from './input-check';
 import { handCarriedHeaders } from '@taskapi/telemetry';
 
 /** A prediction request (`PUT /predictions/{id}` body). */
@@ -46,15 +48,25 @@ const HEALTH_TIMEOUT_MS = 2_000;
 /** After this long without a 409, the learned capacity grows by one (up to the worker's own). */
 const CAPACITY_PROBE_MS = 30_000;
 
+/** A new prediction asks the health check again after this long, to notice a restarted server (and re-check its inputs). */
+const INPUT_RECHECK_MS = 30_000;
+/** `GET /openapi.json`: its wait, and the most of it read (Cog's documents are a few KiB). */
+const SCHEMA_TIMEOUT_MS = 2_000;
+const SCHEMA_MAX_BYTES = 1024 * 1024;
+
 export interface CogServerOptions {
   /** The server's base URL (`COG_URL_<KIND>`), no trailing slash. */
   url: string;
-  /** The most predictions this worker would run there (its WORKER_CONCURRENCY). */
+  /** The most predictions this worker runs there at once: COG_MAX_CONCURRENCY_<KIND>, at most its WORKER_CONCURRENCY. */
   maxConcurrency: number;
   /** Offer a refused task again after this long (`COG_BUSY_RETRY_MS`). */
   busyRetryMs: number;
   /** Told whenever `capacity` changes. */
   onCapacity?: (capacity: number) => void;
+  /** What the worker sends the model, checked against the model's schema before the first prediction (none: not checked). */
+  inputs?: { sent: readonly SentInput[]; mapVariable: string };
+  /** Where the schema check says what it found (once per check). */
+  logger?: Pick<Logger, 'info' | 'warn'>;
 }
 
 export class CogServer {
@@ -71,6 +83,14 @@ export class CogServer {
   private lastHealth: string | undefined;
   /** The model's own words with the last status that was not serving (setup log line, healthcheck error). */
   private lastReason: string | undefined;
+  /** The running setup's start (`setup.started_at`): a new one is a restarted server. */
+  private setupStartedAt: string | undefined;
+  /**
+   * The last input check: for which setup, when, and what it found (undefined: fine); `done` false
+   * when the server was not serving then (asked again a second later, not 30 s).
+   */
+  private inputCheck: { setup: string | undefined; at: number; problem: string | undefined; done: boolean } | undefined;
+  private inputChecking: Promise<string | undefined> | undefined;
 
   constructor(private readonly opts: CogServerOptions) {
     this.url = opts.url;
@@ -80,9 +100,9 @@ export class CogServer {
   }
 
   /**
-   * How many predictions this worker runs there at once: the worker's own concurrency until the
-   * server refuses one (409), then as many as were running when it did (at least one), growing by
-   * one after each CAPACITY_PROBE_MS without a refusal. Other workers may share the server, so
+   * How many predictions this worker runs there at once: `maxConcurrency` until the server refuses
+   * one (409), then as many as were running when it did (at least one), growing by one after each
+   * CAPACITY_PROBE_MS without a refusal, back up to `maxConcurrency`. Other workers may share the server, so
    * this is a ceiling, not a promise: a refusal is still handled as busy.
    */
   get capacity(): number {
@@ -164,7 +184,75 @@ export class CogServer {
     const status = body?.status;
     this.lastHealth = typeof status === 'string' ? status.slice(0, 40) : `HTTP ${res.statusCode}`;
     this.lastReason = SERVING.has(this.lastHealth) ? undefined : healthReason(this.lastHealth, body);
+    const started = body?.setup?.started_at;
+    if (typeof started === 'string') this.setupStartedAt = started.slice(0, 64);
     return this.lastHealth;
+  }
+
+  /**
+   * Why the model cannot take what the worker sends (docs/models.md, "The model's inputs, checked
+   * first"), or undefined: its `GET /openapi.json` read when the server first serves and again once
+   * it restarted (a new setup), the answer kept in between (a new prediction asks the health check
+   * at most every 30 s to notice a restart). A document that is missing, not JSON, too large or not
+   * Cog's declares nothing: the model is trusted.
+   */
+  async inputProblem(): Promise<string | undefined> {
+    if (!this.opts.inputs) return undefined;
+    const last = this.inputCheck;
+    if (last && Date.now() - last.at < (last.done ? INPUT_RECHECK_MS : 1_000) && last.setup === this.setupStartedAt) return last.problem;
+    return (this.inputChecking ??= this.checkInputsNow().finally(() => (this.inputChecking = undefined)));
+  }
+
+  private async checkInputsNow(): Promise<string | undefined> {
+    const last = this.inputCheck;
+    const status = await this.health().catch(() => 'unreachable');
+    // Not serving: nothing to check yet (the prediction is refused as busy all the same).
+    if (!SERVING.has(status)) {
+      this.inputCheck = { setup: this.setupStartedAt, at: Date.now(), problem: undefined, done: false };
+      return undefined;
+    }
+    if (last?.done && last.setup === this.setupStartedAt) {
+      this.inputCheck = { ...last, at: Date.now() };
+      return last.problem;
+    }
+    const setup = this.setupStartedAt;
+    const found = checkInputs(await this.schemaDocument(), this.opts.inputs!.sent, this.opts.inputs!.mapVariable);
+    const problem = found?.problems.length ? `model server ${this.origin} does not take what the worker sends: ${found.problems.join('; ')}` : undefined;
+    if (problem) this.opts.logger?.warn('model server cannot take what the worker sends; its kind is not ready and its tasks wait', { model: this.origin, problem });
+    if (found?.undeclared.length) this.opts.logger?.info('model server does not declare inputs the worker sends; Cog drops them', { model: this.origin, inputs: found.undeclared });
+    this.inputCheck = { setup, at: Date.now(), problem, done: true };
+    return problem;
+  }
+
+  /** The server's OpenAPI document, or undefined (logged) when there is none the worker can read. */
+  private async schemaDocument(): Promise<unknown> {
+    try {
+      const res = await this.pool.request({
+        method: 'GET',
+        path: this.path('/openapi.json'),
+        headersTimeout: SCHEMA_TIMEOUT_MS,
+        bodyTimeout: SCHEMA_TIMEOUT_MS,
+        signal: AbortSignal.timeout(SCHEMA_TIMEOUT_MS),
+      });
+      if (res.statusCode !== 200) {
+        await res.body.dump();
+        throw new Error(`it answered ${res.statusCode}`);
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length;
+        if (size > SCHEMA_MAX_BYTES) {
+          res.body.destroy();
+          throw new Error(`it is larger than ${SCHEMA_MAX_BYTES} bytes`);
+        }
+        chunks.push(chunk as Buffer);
+      }
+      return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+    } catch (err) {
+      this.opts.logger?.warn('model server schema not readable; its inputs are not checked', { model: this.origin, error: (err as Error).message.slice(0, 200) });
+      return undefined;
+    }
   }
 
   /**
@@ -183,7 +271,12 @@ export class CogServer {
 
   /** The error that leaves a task queued with no attempt spent, offered again after COG_BUSY_RETRY_MS. */
   busy(why: string): EngineBusyError {
-    return new EngineBusyError(`model server ${this.origin} is busy: ${why}`, this.opts.busyRetryMs);
+    return this.waitOn(`model server ${this.origin} is busy: ${why}`);
+  }
+
+  /** The same, for a server that cannot take the task for another reason (`why` says which). */
+  waitOn(why: string): EngineBusyError {
+    return new EngineBusyError(why, this.opts.busyRetryMs);
   }
 
   /**
@@ -193,6 +286,8 @@ export class CogServer {
   async checkServing(): Promise<void> {
     const status = await this.health();
     if (!SERVING.has(status)) throw new ReadinessProblem(`model server ${this.origin} is ${status}${this.lastReason ? `: ${this.lastReason}` : ''}`);
+    const problem = await this.inputProblem();
+    if (problem) throw new ReadinessProblem(problem);
   }
 
   close(): Promise<void> {
@@ -269,7 +364,7 @@ function validationMessage(text: string): string {
 /** What `/health-check` answers (coglet's HealthCheckResponse), as far as the worker reads it. */
 interface HealthBody {
   status?: unknown;
-  setup?: { logs?: unknown } | null;
+  setup?: { logs?: unknown; started_at?: unknown } | null;
   user_healthcheck_error?: unknown;
 }
 
