@@ -353,7 +353,7 @@ describe('the cog engine', () => {
       return { status: res.status, problem: ((await res.json()) as { problems?: Record<string, string> }).problems?.['model_face-detection'] };
     };
 
-    it('a required model input nothing fills: the kind is not ready naming the field and the model, nothing is sent, the task waits; the restarted model is checked again and runs it', async () => {
+    it('a required model input nothing fills: the kind is not ready naming the field and the model, nothing is sent, the task stays queued (not busy time), through a health blip; the restarted model is checked again and runs it', async () => {
       let log = '';
       const logStream = new PassThrough();
       logStream.on('data', (c: Buffer) => (log += c.toString()));
@@ -364,12 +364,21 @@ describe('the cog engine', () => {
       await waitFor(async () => (await readiness(worker)).problem === said, { what: '/readyz to name the field and the model' });
       expect((await readiness(worker)).status).toBe(503);
       const publicId = await create('face-detection', { image_base64: fixture('astronaut.png').toString('base64') });
-      await waitFor(
-        async () => (await system.api.deps.db.pool.query<{ n: string }>('SELECT model_busy_ms::text AS n FROM tasks WHERE public_id = $1', [publicId])).rows[0]!.n !== '0',
-        { what: 'the task refused and waiting' },
-      );
+      const refusals = () => log.split('model server cannot take what the kind sends; task queued again').length - 1;
+      await waitFor(() => refusals() >= 2, { what: 'the task refused twice and queued again' });
       expect(cog.putRequests()).toEqual({});
       expect((await get(publicId)).body).toMatchObject({ status: 0 });
+      // Waiting on a mismatch is not busy time: the task does not run out of MODEL_BUSY_TIMEOUT_MS.
+      const busy = await system.api.deps.db.pool.query<{ n: string; attempts: number }>('SELECT model_busy_ms::text AS n, attempts FROM tasks WHERE public_id = $1', [publicId]);
+      expect(busy.rows[0]).toEqual({ n: '0', attempts: 0 });
+      // A blip (UNHEALTHY still takes predictions, as coglet does) does not forget what was found.
+      cog.setHealth('UNHEALTHY');
+      await waitFor(async () => (await readiness(worker)).problem?.includes('is UNHEALTHY') === true, { what: '/readyz to say UNHEALTHY' });
+      const during = refusals();
+      await waitFor(() => refusals() >= during + 2, { what: 'two more refusals during the blip' });
+      cog.setHealth(null);
+      await waitFor(async () => (await readiness(worker)).problem === said, { what: '/readyz to name the field again' });
+      expect(cog.putRequests()).toEqual({});
       // Said once in the log (not at every refusal), with the input the model would drop.
       expect(log.split('model server cannot take what the worker sends').length - 1).toBe(1);
       const dropped = log.split('\n').filter((l) => l.includes('model server does not declare inputs the worker sends; Cog drops them'));

@@ -92,6 +92,12 @@ export class EngineBusyError extends Error {
   constructor(
     message: string,
     readonly retryInMs: number,
+    /**
+     * Whether the wait counts toward the task's busy time (MODEL_BUSY_TIMEOUT_MS): a model server at
+     * capacity or not ready does; one that cannot take what the kind sends (its operator's to mend)
+     * does not, and its tasks stay queued.
+     */
+    readonly counted = true,
   ) {
     super(message);
   }

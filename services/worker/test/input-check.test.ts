@@ -1,6 +1,10 @@
 // The model's declared inputs against what a kind sends (docs/models.md, "The model's inputs,
 // checked first"), on OpenAPI documents as Cog serves them: a public face model's, SDXL-like
 // choices, and documents that are not a model's at all.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { waitFor } from '@taskapi/testing';
+import { CogServer } from '../src/engines/cog/cog-server';
 import { checkInputs, sentInputs } from '../src/engines/cog/input-check';
 
 /** `GET /openapi.json` of a Cog model with these `Input` properties and required names. */
@@ -79,5 +83,70 @@ describe('checkInputs', () => {
     expect(checkInputs(odd, sent, 'COG_INPUT_MAP_IMAGE')).toEqual({ problems: [], undeclared: [] });
     const weird = cogDocument({ 'a\nb"c': { type: 'string' } }, ['a\nb"c']);
     expect(checkInputs(weird, sent, 'COG_INPUT_MAP_IMAGE')?.problems[0]).toContain('"a b c"');
+  });
+});
+
+describe("CogServer: the model's schema and health as a real server answers them", () => {
+  let server: http.Server;
+  let url: string;
+  let health: string = JSON.stringify({ status: 'READY', setup: { started_at: '2026-12-02T00:00:00+00:00', status: 'succeeded' } });
+  let openapi: { status: number; body: string } = { status: 200, body: JSON.stringify(GFPGAN) };
+  let schemaFetches = 0;
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/health-check') return void res.writeHead(200, { 'content-type': 'application/json' }).end(health);
+        if (req.url === '/openapi.json') {
+          schemaFetches++;
+          return void res.writeHead(openapi.status, { 'content-type': 'application/json' }).end(openapi.body);
+        }
+        res.writeHead(503, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+  const face = () => new CogServer({ url, maxConcurrency: 1, busyRetryMs: 100, inputs: { sent: sentInputs('face-detection', undefined), mapVariable: 'COG_INPUT_MAP_FACE' } });
+
+  it('a schema that could not be fetched (a 5xx) is asked for again, and then found wanting', async () => {
+    openapi = { status: 502, body: 'bad gateway' };
+    const cog = face();
+    try {
+      expect(await cog.inputProblem()).toBeUndefined();
+      openapi = { status: 200, body: JSON.stringify(GFPGAN) };
+      const problem = await waitFor(() => cog.inputProblem(), { timeoutMs: 5_000, what: 'the schema asked for again' });
+      expect(problem).toContain('its required input "img" gets nothing');
+      // Kept for this setup: no further fetch while it lasts.
+      const fetches = schemaFetches;
+      expect(await cog.inputProblem()).toBe(problem);
+      expect(schemaFetches).toBe(fetches);
+    } finally {
+      await cog.close();
+    }
+  });
+
+  it('a health check far larger than any status, or with prototype keys, is read without harm', async () => {
+    openapi = { status: 404, body: '{}' };
+    const huge = JSON.stringify({ status: 'SETUP_FAILED', setup: { status: 'failed', logs: `${'downloading weights\n'.repeat(200_000)}CUDA error: out of memory\n` } });
+    const hostile = '{"status":"SETUP_FAILED","__proto__":{"status":"READY"},"setup":{"logs":"a\\nweights missing","__proto__":{"logs":"x"}},"constructor":{"prototype":{"polluted":true}}}';
+    for (const [body, said] of [
+      [huge, `model server ${new URL(url).origin} is SETUP_FAILED`],
+      [hostile, `model server ${new URL(url).origin} is SETUP_FAILED: weights missing`],
+    ] as const) {
+      health = body;
+      const cog = face();
+      try {
+        expect(await cog.health()).toBe('SETUP_FAILED');
+        await expect(cog.checkServing()).rejects.toThrow(said);
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      } finally {
+        await cog.close();
+      }
+    }
   });
 });

@@ -36,7 +36,7 @@ export interface Run extends TaskRunRef {
 export type Started = { run: Run } | { skipped: true } | { deferred: true };
 
 /** Why a run is handed back without spending an attempt. */
-export type HandBackReason = 'shutdown' | 'platform-fault' | 'busy';
+export type HandBackReason = 'shutdown' | 'platform-fault' | 'busy' | 'model-mismatch';
 
 /** The end of a run: what the database committed (null when the task had moved on), or `interrupted`. */
 export type RunEnd = { finished: FinishedTask | null } | { interrupted: true };
@@ -220,8 +220,9 @@ export class RunSystem {
 
   /**
    * Hand back: queued again with the attempt given back, the marker back to 0, the scheduler
-   * releasing it again at the head of its kind's queue (`busy`: after `delayMs`). A worker
-   * stopping does not wait for an unavailable store; the other reasons do, so the task runs again
+   * releasing it again at the head of its kind's queue (`busy`, `model-mismatch`: after `delayMs`;
+   * only `busy` keeps the task's present wait on a busy model going, every other reason ends it).
+   * A worker stopping does not wait for an unavailable store; the other reasons do, so the task runs again
    * once the dependency answers. Returns whether the database took the hand-back (false: the task
    * had moved on, or PostgreSQL could not be reached before the worker stopped: then its next run
    * continues this attempt).
@@ -250,7 +251,7 @@ export class RunSystem {
           await run.marked;
           if (handedBack) await markers.handBack(run.accountId, run.publicId);
         },
-        scheduler: () => this.tell((report) => (why === 'busy' ? scheduler.retryLater(run, delayMs, report) : scheduler.handBack(run, report)), run),
+        scheduler: () => this.tell((report) => (why === 'busy' || why === 'model-mismatch' ? scheduler.retryLater(run, delayMs, report) : scheduler.handBack(run, report)), run),
       },
       stopping ? {} : { waitWhileUnavailable: this.opts.shutdown },
     );

@@ -84,7 +84,9 @@ export function failureMessage(err: unknown, code: TaskErrorCode, timeoutMs: num
     case 'internal_error':
       return INTERNAL_ERROR_MESSAGE;
     case 'model_unavailable':
-      return modelUnavailableMessage(timeoutMs);
+      // Written by the busy transition with the time waited (modelUnavailableMessage); this is
+      // only what a failure of that code says without it.
+      return 'No model server could take the task. It was not run and was refunded; please try again later.';
   }
 }
 

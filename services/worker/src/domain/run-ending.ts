@@ -40,7 +40,9 @@ export interface RunState {
  */
 export function decideEnding(s: RunState): RunEnding {
   if (s.cancelled && !s.shuttingDown) return { kind: 'cancelled' };
-  if (s.error instanceof EngineBusyError && !s.shuttingDown && !s.timedOut && !s.cancelled) return { kind: 'hand-back', why: 'busy', delayMs: s.error.retryInMs };
+  if (s.error instanceof EngineBusyError && !s.shuttingDown && !s.timedOut && !s.cancelled) {
+    return { kind: 'hand-back', why: s.error.counted ? 'busy' : 'model-mismatch', delayMs: s.error.retryInMs };
+  }
   if (s.shuttingDown && !s.timedOut) return { kind: 'hand-back', why: 'shutdown', delayMs: 0 };
   if ((isPlatformFault(s.error) || s.error instanceof EngineInterruptedError) && !s.timedOut) return { kind: 'hand-back', why: 'platform-fault', delayMs: 0 };
   const decision = decideFailure(s.error, s.timedOut);

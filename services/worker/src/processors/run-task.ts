@@ -184,6 +184,11 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
           return { outcome: 'busy', retry_in_ms: ending.delayMs };
         }
         const handedBack = await deps.runs.handBack(run, ending.why, ending.delayMs);
+        if (ending.why === 'model-mismatch') {
+          observe('busy');
+          log().info('model server cannot take what the kind sends; task queued again', { reason, retry_in_ms: ending.delayMs, task_requeued: handedBack });
+          return { outcome: 'busy', retry_in_ms: ending.delayMs };
+        }
         observe('handed_back');
         if (ending.why === 'shutdown') log().info('task handed back to the queue (worker shutting down)', { task_requeued: handedBack });
         else log().warn('task handed back without spending an attempt (a fault of the platform, not of the task)', { error: reason, task_requeued: handedBack });

@@ -90,9 +90,10 @@ async function runPrediction(deps: CogEngineDeps, input: EngineInput, signal: Ab
     // (a re-attach is: Cog answers a running id whatever its load).
     if (fresh && (await server.busyNow())) throw server.busy('its health check says BUSY');
     // Nor to a model that cannot take what this kind sends (its schema, read once per setup): the
-    // task waits, its kind not ready, until the model or COG_INPUT_MAP_<KIND> is mended.
+    // task stays queued, its kind not ready, until the model or COG_INPUT_MAP_<KIND> is mended
+    // (not busy time: waiting longer would not mend it, and failing the task would not either).
     const mismatch = fresh ? await server.inputProblem() : undefined;
-    if (mismatch) throw server.waitOn(mismatch);
+    if (mismatch) throw server.waitOn(mismatch, false);
     final = await followPrediction(deps, id, input, signal);
     if (final.status === 'succeeded') return await taskOutput(deps.kind, final.output, final.metrics, { egress: deps.egress, modelOrigin: server.origin, maxBytes: deps.outputMaxBytes, signal });
     if (final.status === 'failed') {

@@ -53,6 +53,8 @@ const INPUT_RECHECK_MS = 30_000;
 /** `GET /openapi.json`: its wait, and the most of it read (Cog's documents are a few KiB). */
 const SCHEMA_TIMEOUT_MS = 2_000;
 const SCHEMA_MAX_BYTES = 1024 * 1024;
+/** The most of a `/health-check` answer read (it carries the setup's whole log). */
+const HEALTH_MAX_BYTES = 256 * 1024;
 
 export interface CogServerOptions {
   /** The server's base URL (`COG_URL_<KIND>`), no trailing slash. */
@@ -179,10 +181,12 @@ export class CogServer {
       bodyTimeout: HEALTH_TIMEOUT_MS,
       signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
     });
-    const text = await res.body.text();
-    const body = res.statusCode === 200 ? (safeJson(text) as HealthBody | undefined) : undefined;
-    const status = body?.status;
-    this.lastHealth = typeof status === 'string' ? status.slice(0, 40) : `HTTP ${res.statusCode}`;
+    // Cog's answer carries the whole setup log: read a bounded part of it. Past the bound, only the
+    // status is taken (it comes first), with no reason to quote.
+    const { text, truncated } = await readCapped(res.body, HEALTH_MAX_BYTES);
+    const body = res.statusCode === 200 && !truncated ? (safeJson(text) as HealthBody | undefined) : undefined;
+    const status = res.statusCode === 200 ? (truncated ? /^\{\s*"status"\s*:\s*"([A-Z_]{1,40})"/.exec(text)?.[1] : body?.status) : undefined;
+    this.lastHealth = typeof status === 'string' ? oneLine(status).slice(0, 40) : `HTTP ${res.statusCode}`;
     this.lastReason = SERVING.has(this.lastHealth) ? undefined : healthReason(this.lastHealth, body);
     const started = body?.setup?.started_at;
     if (typeof started === 'string') this.setupStartedAt = started.slice(0, 64);
@@ -194,7 +198,8 @@ export class CogServer {
    * first"), or undefined: its `GET /openapi.json` read when the server first serves and again once
    * it restarted (a new setup), the answer kept in between (a new prediction asks the health check
    * at most every 30 s to notice a restart). A document that is missing, not JSON, too large or not
-   * Cog's declares nothing: the model is trusted.
+   * Cog's declares nothing: the model is trusted. One that could not be fetched (a timeout, a reset)
+   * is asked for again at the next prediction.
    */
   async inputProblem(): Promise<string | undefined> {
     if (!this.opts.inputs) return undefined;
@@ -203,20 +208,34 @@ export class CogServer {
     return (this.inputChecking ??= this.checkInputsNow().finally(() => (this.inputChecking = undefined)));
   }
 
+  /** The last input check's finding, without asking the server (for readiness, which must answer fast). */
+  private knownInputProblem(): string | undefined {
+    const last = this.inputCheck;
+    return last && last.setup === this.setupStartedAt ? last.problem : undefined;
+  }
+
   private async checkInputsNow(): Promise<string | undefined> {
     const last = this.inputCheck;
     const status = await this.health().catch(() => 'unreachable');
-    // Not serving: nothing to check yet (the prediction is refused as busy all the same).
+    const sameSetup = last !== undefined && last.setup === this.setupStartedAt;
+    // Not serving now (starting, a blip, unreachable): nothing new to read. What was found for this
+    // setup still holds; the prediction is refused all the same.
     if (!SERVING.has(status)) {
-      this.inputCheck = { setup: this.setupStartedAt, at: Date.now(), problem: undefined, done: false };
-      return undefined;
+      this.inputCheck = sameSetup ? { ...last, at: Date.now() } : { setup: this.setupStartedAt, at: Date.now(), problem: undefined, done: false };
+      return this.inputCheck.problem;
     }
-    if (last?.done && last.setup === this.setupStartedAt) {
+    if (sameSetup && last.done) {
       this.inputCheck = { ...last, at: Date.now() };
       return last.problem;
     }
     const setup = this.setupStartedAt;
-    const found = checkInputs(await this.schemaDocument(), this.opts.inputs!.sent, this.opts.inputs!.mapVariable);
+    const fetched = await this.schemaDocument();
+    if (fetched.kind === 'failed') {
+      // Asked again a second later; a problem this setup already showed still holds meanwhile.
+      this.inputCheck = { setup, at: Date.now(), problem: sameSetup ? last.problem : undefined, done: false };
+      return this.inputCheck.problem;
+    }
+    const found = fetched.kind === 'document' ? checkInputs(fetched.document, this.opts.inputs!.sent, this.opts.inputs!.mapVariable) : null;
     const problem = found?.problems.length ? `model server ${this.origin} does not take what the worker sends: ${found.problems.join('; ')}` : undefined;
     if (problem) this.opts.logger?.warn('model server cannot take what the worker sends; its kind is not ready and its tasks wait', { model: this.origin, problem });
     if (found?.undeclared.length) this.opts.logger?.info('model server does not declare inputs the worker sends; Cog drops them', { model: this.origin, inputs: found.undeclared });
@@ -224,35 +243,44 @@ export class CogServer {
     return problem;
   }
 
-  /** The server's OpenAPI document, or undefined (logged) when there is none the worker can read. */
-  private async schemaDocument(): Promise<unknown> {
+  /**
+   * The server's OpenAPI document; `none` (logged) when it has none the worker can read (a 4xx, not
+   * JSON, too large), `failed` when it could not be fetched this time (a timeout, a reset, a 5xx).
+   */
+  private async schemaDocument(): Promise<{ kind: 'document'; document: unknown } | { kind: 'none' } | { kind: 'failed' }> {
+    let res: Dispatcher.ResponseData;
     try {
-      const res = await this.pool.request({
+      res = await this.pool.request({
         method: 'GET',
         path: this.path('/openapi.json'),
         headersTimeout: SCHEMA_TIMEOUT_MS,
         bodyTimeout: SCHEMA_TIMEOUT_MS,
         signal: AbortSignal.timeout(SCHEMA_TIMEOUT_MS),
       });
+    } catch (err) {
+      this.opts.logger?.warn('model server schema could not be fetched; asked again at the next prediction', { model: this.origin, error: (err as Error).message.slice(0, 200) });
+      return { kind: 'failed' };
+    }
+    let why: string;
+    try {
+      if (res.statusCode >= 500) {
+        await res.body.dump();
+        this.opts.logger?.warn('model server schema could not be fetched; asked again at the next prediction', { model: this.origin, error: `it answered ${res.statusCode}` });
+        return { kind: 'failed' };
+      }
       if (res.statusCode !== 200) {
         await res.body.dump();
-        throw new Error(`it answered ${res.statusCode}`);
+        why = `it answered ${res.statusCode}`;
+      } else {
+        const { text, truncated } = await readCapped(res.body, SCHEMA_MAX_BYTES);
+        if (!truncated) return { kind: 'document', document: JSON.parse(text) as unknown };
+        why = `it is larger than ${SCHEMA_MAX_BYTES} bytes`;
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of res.body) {
-        size += (chunk as Buffer).length;
-        if (size > SCHEMA_MAX_BYTES) {
-          res.body.destroy();
-          throw new Error(`it is larger than ${SCHEMA_MAX_BYTES} bytes`);
-        }
-        chunks.push(chunk as Buffer);
-      }
-      return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
     } catch (err) {
-      this.opts.logger?.warn('model server schema not readable; its inputs are not checked', { model: this.origin, error: (err as Error).message.slice(0, 200) });
-      return undefined;
+      why = (err as Error).message.slice(0, 200);
     }
+    this.opts.logger?.warn('model server schema not readable; its inputs are not checked', { model: this.origin, error: why });
+    return { kind: 'none' };
   }
 
   /**
@@ -274,9 +302,9 @@ export class CogServer {
     return this.waitOn(`model server ${this.origin} is busy: ${why}`);
   }
 
-  /** The same, for a server that cannot take the task for another reason (`why` says which). */
-  waitOn(why: string): EngineBusyError {
-    return new EngineBusyError(why, this.opts.busyRetryMs);
+  /** The same, for a server that cannot take the task for another reason (`why` says which); `counted`: as busy time. */
+  waitOn(why: string, counted = true): EngineBusyError {
+    return new EngineBusyError(why, this.opts.busyRetryMs, counted);
   }
 
   /**
@@ -286,7 +314,10 @@ export class CogServer {
   async checkServing(): Promise<void> {
     const status = await this.health();
     if (!SERVING.has(status)) throw new ReadinessProblem(`model server ${this.origin} is ${status}${this.lastReason ? `: ${this.lastReason}` : ''}`);
-    const problem = await this.inputProblem();
+    // The input check is not waited for here (a probe has 2 s): it is started, and its finding
+    // shows from the next probe on (a prediction waits for it).
+    void this.inputProblem().catch(() => undefined);
+    const problem = this.knownInputProblem();
     if (problem) throw new ReadinessProblem(problem);
   }
 
@@ -374,8 +405,26 @@ function healthReason(status: string, body: HealthBody | undefined): string | un
   if (typeof error === 'string' && error.trim()) return oneLine(error);
   const logs = status === 'SETUP_FAILED' ? body?.setup?.logs : undefined;
   if (typeof logs !== 'string') return undefined;
-  const last = logs.split(/\r?\n/).map((l) => l.trim()).filter(Boolean).at(-1);
+  const trimmed = logs.trimEnd();
+  const last = trimmed.slice(Math.max(trimmed.lastIndexOf('\n'), trimmed.lastIndexOf('\r')) + 1).trim();
   return last ? oneLine(last) : undefined;
+}
+
+/** A response body's text, read up to `max` bytes (the rest is not read: `truncated`). */
+async function readCapped(body: Dispatcher.ResponseData['body'], max: number): Promise<{ text: string; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    if (size + buf.length > max) {
+      chunks.push(buf.subarray(0, max - size));
+      body.destroy();
+      return { text: Buffer.concat(chunks).toString('utf8'), truncated: true };
+    }
+    size += buf.length;
+    chunks.push(buf);
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), truncated: false };
 }
 
 /** One line of printable text, at most REASON_MAX characters. */
