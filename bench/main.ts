@@ -71,6 +71,8 @@ const SMALL_TASKS = 1_000;
 const LIGHT_REQUESTS = num('BENCH_LIGHT_REQUESTS', 400, 150);
 const LIGHT_WEBHOOKS = num('BENCH_LIGHT_WEBHOOKS', 40, 15);
 const PIPELINE_TASKS = num('BENCH_PIPELINE_TASKS', 400, 200);
+/** Section 5's steady run: creations per second. */
+const STEADY_TASKS_PER_SECOND = 50;
 const DELIVERIES = num('BENCH_DELIVERIES', 2000, 1000);
 const FAIRNESS_TASKS = num('BENCH_FAIRNESS_TASKS', 600, 300);
 const FAIRNESS_BURST = num('BENCH_FAIRNESS_BURST', 60, 40);
@@ -363,17 +365,26 @@ function printPipeline(runs: PipelineRun[]): void {
   console.log(
     `\n5. Pipeline: ${PIPELINE_TASKS} image tasks (64x64) created by 16 concurrent clients → run by W worker processes (concurrency 4 each) → announced by D dispatchers; ` +
       'stage times p50/p95 in ms (queue = created → started, run = started → finished, deliver = finished → webhook received); ' +
-      'deepest waiting list of the task/webhook queue (sampled every 100 ms); CPU ms per task of the API/all workers/all dispatchers',
+      'deepest waiting list of the task/webhook queue (sampled every 100 ms); CPU ms per task of the API/all workers/all dispatchers/' +
+      'the PostgreSQL server (all its processes)/the Redis server, and of all five',
   );
-  const widths = [6, 9, 9, 11, 11, 11, 9, 16, 9];
-  console.log(row(['W/D', 'tasks/s', 'e2e p50', 'queue', 'run', 'deliver', 'waiting', 'CPU ms/task', 'e2e p99'], widths));
+  const widths = [6, 9, 9, 11, 11, 11, 9, 28, 7, 9];
+  console.log(row(['W/D', 'tasks/s', 'e2e p50', 'queue', 'run', 'deliver', 'waiting', 'CPU ms/task', 'all', 'e2e p99'], widths));
   const stage = (x: [number, number]) => `${x[0].toFixed(0)}/${x[1].toFixed(0)}`;
   for (const r of runs) {
-    const cpu = `${r.cpuPerTask.api.toFixed(1)}/${r.cpuPerTask.workers.toFixed(1)}/${r.cpuPerTask.dispatchers.toFixed(1)}`;
+    const c = r.cpuPerTask;
+    const cpu = [c.api, c.workers, c.dispatchers, c.postgres, c.redis].map((x) => (Number.isNaN(x) ? '-' : x.toFixed(1))).join('/');
+    const all = [c.api, c.workers, c.dispatchers, c.postgres, c.redis].filter((x) => !Number.isNaN(x)).reduce((a, b) => a + b, 0);
     const cells = [`${r.workers}/${r.dispatchers}`, r.tasksPerSecond.toFixed(0), r.latencyP50.toFixed(0), stage(r.queueWait), stage(r.run), stage(r.delivery)];
-    console.log(row([...cells, `${r.maxTaskQueue}/${r.maxWebhookQueue}`, cpu, r.latencyP99.toFixed(0)], widths));
+    console.log(row([...cells, `${r.maxTaskQueue}/${r.maxWebhookQueue}`, cpu, all.toFixed(1), r.latencyP99.toFixed(0)], widths));
   }
-  for (const r of runs) console.log(`   ${r.workers} worker(s), ${r.dispatchers} dispatcher(s): saturated first: ${r.saturated}.`);
+  for (const r of runs) {
+    const trips = r.roundTripsPerTask;
+    console.log(
+      `   ${r.workers} worker(s), ${r.dispatchers} dispatcher(s): saturated first: ${r.saturated}; per task ${trips.transactions.toFixed(1)} PostgreSQL transactions, ` +
+        `${Number.isNaN(trips.redisCommands) ? '-' : trips.redisCommands.toFixed(0)} Redis commands.`,
+    );
+  }
 }
 
 /** Section 10's table (see cog-figures.ts for how each figure is taken). */
@@ -679,6 +690,16 @@ async function main(): Promise<void> {
     if (runs('pipeline')) {
       for (const [workers, dispatchers] of PIPELINE_CONFIGS) pipelineRuns.push(await pipelineRun(ctx, { workers, dispatchers, tasks: PIPELINE_TASKS }));
       printPipeline(pipelineRuns);
+      // The same tasks at a steady 50 a second (1 worker, 1 dispatcher), which the pipeline keeps up with.
+      const steady = await pipelineRun(ctx, { workers: 1, dispatchers: 1, tasks: PIPELINE_TASKS, perSecond: STEADY_TASKS_PER_SECOND });
+      const c = steady.cpuPerTask;
+      console.log(
+        `   At a steady ${STEADY_TASKS_PER_SECOND} tasks/s (1 worker, 1 dispatcher; ${steady.tasksPerSecond.toFixed(0)} tasks/s through, e2e p50 ${steady.latencyP50.toFixed(0)} ms): ` +
+          `CPU ms per task API ${c.api.toFixed(2)}, worker ${c.workers.toFixed(2)}, dispatcher ${c.dispatchers.toFixed(2)}, PostgreSQL ${c.postgres.toFixed(2)}, Redis ${c.redis.toFixed(2)}, ` +
+          `all ${(c.api + c.workers + c.dispatchers + c.postgres + c.redis).toFixed(2)}; per task ${steady.roundTripsPerTask.transactions.toFixed(1)} PostgreSQL transactions, ` +
+          `${steady.roundTripsPerTask.redisCommands.toFixed(0)} Redis commands.`,
+      );
+      console.log(`   Redis commands per task at that rate, most first: ${steady.roundTripsPerTask.topRedisCommands.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ')}.`);
       console.log(`(${elapsed()})`);
     }
 

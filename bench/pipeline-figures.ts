@@ -5,13 +5,14 @@
 //     each task spent in each stage, and the depth of each queue over the run, so the stage that
 //     saturates first shows as the one where tasks wait.
 import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type pg from 'pg';
 import { webhookSignature } from '@taskapi/crypto';
 import { TASK_QUEUES, WEBHOOK_QUEUE } from '@taskapi/queue';
 import { startBuilt, stop } from './processes';
-import { cpuMs } from './runtime-figures';
+import { cpuMs, statFields, treeCpuMs } from './runtime-figures';
 import { nowMs, type BenchReceiver } from './receiver';
 import { median, percentile } from './stats';
 
@@ -28,6 +29,31 @@ export interface PipelineContext {
   apiPid: number;
   /** The bench account's webhook secret, to check each light-load webhook's signature. */
   webhookSecret: string;
+}
+
+/**
+ * The PostgreSQL postmaster's and the Redis server's process ids, when they run on this machine
+ * (the bench's own connections tell: a backend's parent is the postmaster; Redis names its pid).
+ */
+async function serverPids(pool: pg.Pool, redis: Redis | undefined): Promise<{ postgres: number | undefined; redis: number | undefined }> {
+  const local = (pid: number | undefined) => (pid !== undefined && fs.existsSync(`/proc/${pid}/stat`) ? pid : undefined);
+  const backend = Number((await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+  const parent = statFields(backend)?.[1];
+  const postmaster = parent === undefined ? undefined : Number(parent);
+  const info = redis ? await redis.info('server') : '';
+  const redisPid = /^process_id:(\d+)/m.exec(info)?.[1];
+  return { postgres: local(postmaster), redis: local(redisPid === undefined ? undefined : Number(redisPid)) };
+}
+
+/** The bench database's transactions so far, and the Redis server's commands (NaN without a sampler connection). */
+async function roundTrips(pool: pg.Pool, redis: Redis | undefined): Promise<{ transactions: number; redisCommands: number; byCommand: Map<string, number> }> {
+  const { rows } = await pool.query<{ n: string }>('SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = current_database()');
+  const info = redis ? await redis.info('stats') : '';
+  const commands = /^total_commands_processed:(\d+)/m.exec(info)?.[1];
+  // Calls by command (those a script makes counted under their own names, and the script's too).
+  const byCommand = new Map<string, number>();
+  for (const m of (redis ? await redis.info('commandstats') : '').matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) byCommand.set(m[1]!, Number(m[2]));
+  return { transactions: Number(rows[0]!.n), redisCommands: commands === undefined ? NaN : Number(commands), byCommand };
 }
 
 /** Concurrent creators in a pipeline run, and each worker process's concurrency. */
@@ -141,8 +167,18 @@ export interface PipelineRun {
   /** Deepest each queue got (waiting jobs), sampled every 100 ms. */
   maxTaskQueue: number;
   maxWebhookQueue: number;
-  /** CPU time per task of the API, all workers and all dispatchers together (ms). */
-  cpuPerTask: { api: number; workers: number; dispatchers: number };
+  /**
+   * CPU time per task (ms) of the API, all workers and all dispatchers together, and of the
+   * PostgreSQL server (every backend and background process) and the Redis server; NaN where the
+   * bench cannot see the server's process (another machine, a Redis Cluster).
+   */
+  cpuPerTask: { api: number; workers: number; dispatchers: number; postgres: number; redis: number };
+  /**
+   * PostgreSQL transactions (committed and rolled back, in the bench database: a statement outside
+   * a transaction is one) and Redis commands (the server's total, the bench's queue sampling
+   * included: about 20 a second) per task, over the run.
+   */
+  roundTripsPerTask: { transactions: number; redisCommands: number; topRedisCommands: Array<[string, number]> };
   /** The stage where work piled up most. */
   saturated: string;
 }
@@ -153,7 +189,13 @@ export function saturatedStage(r: Pick<PipelineRun, 'maxTaskQueue' | 'maxWebhook
   return r.maxTaskQueue >= r.maxWebhookQueue ? 'workers (the task queue backed up)' : 'dispatch (the webhook queue backed up)';
 }
 
-export async function pipelineRun(ctx: PipelineContext, opts: { workers: number; dispatchers: number; tasks: number }): Promise<PipelineRun> {
+/**
+ * `perSecond`: creations at that steady rate (the i-th at `i / perSecond` s from the start, by the
+ * same 16 creators) instead of as fast as the API takes them: the cost of a task at a load the
+ * pipeline keeps up with, where per-job overheads (BullMQ's fetch, a worker waking for one job)
+ * are not shared by a batch.
+ */
+export async function pipelineRun(ctx: PipelineContext, opts: { workers: number; dispatchers: number; tasks: number; perSecond?: number }): Promise<PipelineRun> {
   const services = await startServices(ctx, opts.workers, opts.dispatchers);
   const sampler = ctx.redisUrl === undefined ? undefined : new Redis(ctx.redisUrl, { maxRetriesPerRequest: 1 });
   const taskQueue = sampler && new Queue(TASK_QUEUES['image-generation'].name, { connection: sampler });
@@ -172,13 +214,20 @@ export async function pipelineRun(ctx: PipelineContext, opts: { workers: number;
   try {
     const path = `/pipeline-${opts.workers}w-${opts.dispatchers}d-${Date.now()}`;
     const createdAt = new Map<string, number>();
-    const cpuBefore = { api: cpuMs(ctx.apiPid), workers: cpuOf(services.workers), dispatchers: cpuOf(services.dispatchers) };
+    const servers = await serverPids(ctx.pool, sampler);
+    const serverCpu = () => ({ postgres: servers.postgres ? treeCpuMs(servers.postgres) : NaN, redis: servers.redis ? cpuMs(servers.redis) : NaN });
+    const cpuBefore = { api: cpuMs(ctx.apiPid), workers: cpuOf(services.workers), dispatchers: cpuOf(services.dispatchers), ...serverCpu() };
+    const tripsBefore = await roundTrips(ctx.pool, sampler);
     const started = nowMs();
     let next = 0;
     await Promise.all(
       Array.from({ length: CREATORS }, async () => {
         while (next < opts.tasks) {
           const i = next++;
+          if (opts.perSecond) {
+            const due = started + (1000 * i) / opts.perSecond - nowMs();
+            if (due > 0) await new Promise((r) => setTimeout(r, due));
+          }
           const t0 = nowMs();
           createdAt.set(await createTask(ctx, `pipeline ${i}`, ctx.receiver.url(path)), t0);
         }
@@ -186,10 +235,26 @@ export async function pipelineRun(ctx: PipelineContext, opts: { workers: number;
     );
     const arrivals = await ctx.receiver.waitFor(path, opts.tasks, 300_000);
     const perTask = (after: number, before: number) => (after - before) / opts.tasks;
+    const serverCpuAfter = serverCpu();
     const cpuPerTask = {
       api: perTask(cpuMs(ctx.apiPid), cpuBefore.api),
       workers: perTask(cpuOf(services.workers), cpuBefore.workers),
       dispatchers: perTask(cpuOf(services.dispatchers), cpuBefore.dispatchers),
+      postgres: perTask(serverCpuAfter.postgres, cpuBefore.postgres),
+      redis: perTask(serverCpuAfter.redis, cpuBefore.redis),
+    };
+    // PostgreSQL's counters are published by each backend when it goes idle, at most once a
+    // second: read them once every backend has had the chance.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const tripsAfter = await roundTrips(ctx.pool, sampler);
+    const topRedisCommands = [...tripsAfter.byCommand]
+      .map(([name, calls]) => [name, perTask(calls, tripsBefore.byCommand.get(name) ?? 0)] as [string, number])
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 8);
+    const roundTripsPerTask = {
+      transactions: perTask(tripsAfter.transactions, tripsBefore.transactions),
+      redisCommands: perTask(tripsAfter.redisCommands, tripsBefore.redisCommands),
+      topRedisCommands,
     };
     const received = new Map(arrivals.map((a) => [(JSON.parse(a.body.toString()) as { public_id: string }).public_id, a.at]));
     const last = Math.max(...received.values());
@@ -219,6 +284,7 @@ export async function pipelineRun(ctx: PipelineContext, opts: { workers: number;
       maxTaskQueue,
       maxWebhookQueue,
       cpuPerTask,
+      roundTripsPerTask,
     };
     return { ...figures, saturated: saturatedStage(figures) };
   } finally {

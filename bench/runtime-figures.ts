@@ -79,15 +79,44 @@ export function rssMb(pid: number, which: 'now' | 'peak' = 'now'): number {
 
 /** CPU time (user + system) a process has used so far, in ms (Linux; 0 once it is gone). */
 export function cpuMs(pid: number): number {
-  let stat: string;
+  const fields = statFields(pid);
+  return fields ? ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS : 0;
+}
+
+/**
+ * The fields of `/proc/<pid>/stat` after the command name (which may hold spaces): the state
+ * first, then ppid (1), …, utime (11), stime (12), cutime (13), cstime (14). Undefined once the
+ * process is gone.
+ */
+export function statFields(pid: number | string): string[] | undefined {
   try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return 0;
+    return undefined;
   }
-  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+
+/**
+ * CPU time (ms) of a process and every process below it, those that ended included: its own, what
+ * its reaped children used (`cutime`, `cstime`), and its living children's, recursively. For the
+ * PostgreSQL server: the postmaster's tree holds every backend, the short-lived ones too, and the
+ * background writers.
+ */
+export function treeCpuMs(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    const fields = /^\d+$/.test(entry) ? statFields(entry) : undefined;
+    if (!fields) continue;
+    const ppid = Number(fields[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+  }
+  const own = (p: number): number => {
+    const f = statFields(p);
+    return f ? ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / CLOCK_TICKS : 0;
+  };
+  const walk = (p: number): number => own(p) + (children.get(p) ?? []).reduce((sum, c) => sum + walk(c), 0);
+  return walk(pid);
 }
 
 /** USER_HZ: 100 on every Linux this runs on (`getconf CLK_TCK`). */

@@ -207,6 +207,8 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
         api: median(perRound.map((round) => round[mode].cpuPerTask.api)),
         workers: median(perRound.map((round) => round[mode].cpuPerTask.workers)),
         dispatchers: median(perRound.map((round) => round[mode].cpuPerTask.dispatchers)),
+        postgres: median(perRound.map((round) => round[mode].cpuPerTask.postgres)),
+        redis: median(perRound.map((round) => round[mode].cpuPerTask.redis)),
       });
       const exportsAfter = sink.byService();
       pipeline = {
