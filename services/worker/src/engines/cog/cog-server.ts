@@ -93,6 +93,8 @@ export class CogServer {
    */
   private inputCheck: { setup: string | undefined; at: number; problem: string | undefined; done: boolean } | undefined;
   private inputChecking: Promise<string | undefined> | undefined;
+  /** The schema's last fetch failed (its warning said once until one succeeds). */
+  private schemaFailing = false;
 
   constructor(private readonly opts: CogServerOptions) {
     this.url = opts.url;
@@ -248,37 +250,46 @@ export class CogServer {
    * JSON, too large), `failed` when it could not be fetched this time (a timeout, a reset, a 5xx).
    */
   private async schemaDocument(): Promise<{ kind: 'document'; document: unknown } | { kind: 'none' } | { kind: 'failed' }> {
-    let res: Dispatcher.ResponseData;
+    // Said once while it keeps failing (it is asked again every second meanwhile).
+    const failed = (error: string) => {
+      if (!this.schemaFailing) this.opts.logger?.warn('model server schema could not be fetched; asked again at the next prediction', { model: this.origin, error: error.slice(0, 200) });
+      this.schemaFailing = true;
+      return { kind: 'failed' as const };
+    };
+    let why: string;
     try {
-      res = await this.pool.request({
+      const res = await this.pool.request({
         method: 'GET',
         path: this.path('/openapi.json'),
         headersTimeout: SCHEMA_TIMEOUT_MS,
         bodyTimeout: SCHEMA_TIMEOUT_MS,
         signal: AbortSignal.timeout(SCHEMA_TIMEOUT_MS),
       });
-    } catch (err) {
-      this.opts.logger?.warn('model server schema could not be fetched; asked again at the next prediction', { model: this.origin, error: (err as Error).message.slice(0, 200) });
-      return { kind: 'failed' };
-    }
-    let why: string;
-    try {
       if (res.statusCode >= 500) {
         await res.body.dump();
-        this.opts.logger?.warn('model server schema could not be fetched; asked again at the next prediction', { model: this.origin, error: `it answered ${res.statusCode}` });
-        return { kind: 'failed' };
+        return failed(`it answered ${res.statusCode}`);
       }
       if (res.statusCode !== 200) {
         await res.body.dump();
         why = `it answered ${res.statusCode}`;
       } else {
         const { text, truncated } = await readCapped(res.body, SCHEMA_MAX_BYTES);
-        if (!truncated) return { kind: 'document', document: JSON.parse(text) as unknown };
         why = `it is larger than ${SCHEMA_MAX_BYTES} bytes`;
+        if (!truncated) {
+          try {
+            const document = JSON.parse(text) as unknown;
+            this.schemaFailing = false;
+            return { kind: 'document', document };
+          } catch (err) {
+            why = (err as Error).message.slice(0, 200);
+          }
+        }
       }
     } catch (err) {
-      why = (err as Error).message.slice(0, 200);
+      // A timeout, a reset, a connection refused: this time only.
+      return failed((err as Error).message);
     }
+    this.schemaFailing = false;
     this.opts.logger?.warn('model server schema not readable; its inputs are not checked', { model: this.origin, error: why });
     return { kind: 'none' };
   }
