@@ -76,6 +76,16 @@ class Worker1 {
     await this.running.get(publicId)!.job.moveToCompleted('ok', TOKEN, false);
     this.running.delete(publicId);
   }
+  /** Runs `n` tasks one after the other (each taken, then finished): their ids in that order. */
+  async runEach(n: number): Promise<string[]> {
+    const started: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const id = (await this.take())!;
+      started.push(id);
+      await this.finish(id);
+    }
+    return started;
+  }
   /** Takes every job released so far. */
   async takeAll(): Promise<string[]> {
     const taken: string[] = [];
@@ -95,12 +105,7 @@ describe('priority', () => {
       task('acctA', 'a5', 3_000),
     ]);
     const w = await new Worker1(s, 1).join();
-    const started: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      const id = (await w.take())!;
-      started.push(id);
-      await w.finish(id);
-    }
+    const started = await w.runEach(5);
     expect(started).toEqual(['task_a3', 'task_a1', 'task_a2', 'task_a5', 'task_a4']);
   });
 
@@ -277,12 +282,7 @@ describe('bulk cancel and the operators\' views', () => {
     const places = await s.positions(['task_old1', 'task_old2']);
     expect([places.get('task_old1')!.ahead, places.get('task_old2')!.ahead]).toEqual([1, 2]);
     const w = await new Worker1(s, 1).join();
-    const started: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      const id = (await w.take())!;
-      started.push(id);
-      await w.finish(id);
-    }
+    const started = await w.runEach(5);
     // One at a time, nothing else running: every turn goes to the oldest head, so the old
     // backlog (keyless, one group) runs first, in its order, then the new tasks.
     expect(started).toEqual(['task_old0', 'task_old1', 'task_old2', 'task_new0', 'task_new1']);

@@ -3,13 +3,13 @@ import { ModelWebhookTokens, ReadTokens } from '@taskapi/crypto';
 import { createDatabase, type Database } from '@taskapi/db';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
 import type { Logger } from '@taskapi/logger';
-import { Batcher, describeRedisProblem, redisReadinessCheck, reportWhileWaitingForRedis, runPeriodically, type Periodic, type RedisClient } from '@taskapi/service';
+import { Batcher, describeRedisProblem, redisReadinessCheck, reportWhileWaitingForRedis, type Periodic, type RedisClient } from '@taskapi/service';
 import type { TlsOptions } from 'node:tls';
 import { createEgressClient, type EgressClient } from '@taskapi/egress';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
 import type { NewTask, TaskPosition } from '@taskapi/scheduler';
 import { noteCancelledPrediction, e2eSeconds } from '@taskapi/domain';
-import { createTaskLifecycle, EXPIRY_SWEEP_MS, type TaskLifecycle } from '@taskapi/task-lifecycle';
+import { createTaskLifecycle, type TaskLifecycle } from '@taskapi/task-lifecycle';
 import type { TaskKind } from '@taskapi/task-kinds';
 import { TaskCreator } from './domain/create-task';
 import { FileLinks } from './domain/file-links';
@@ -168,15 +168,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
   });
   // Tasks past their ttl_seconds expire within the sweep's interval on every replica (PostgreSQL
   // decides, so replicas need no lock to agree, and a Redis loss changes nothing).
-  const expiry = runPeriodically({
-    name: 'task expiry',
-    intervalMs: EXPIRY_SWEEP_MS,
-    logger,
-    task: async () => {
-      const expired = await taskLifecycle.expiry.expireDue();
-      if (expired > 0) logger.info('tasks expired (not started within their ttl_seconds)', { count: expired });
-    },
-  });
+  const expiry = taskLifecycle.expiry.sweepPeriodically(logger);
   // A creation answers once its task is in its account's line; a job released for an idle worker
   // slot is added meanwhile (the sweeper re-adds one whose adding failed).
   const enqueuer = new Batcher<TaskKind, NewTask, TaskPosition | undefined>(async (kind, tasks) => {

@@ -11,7 +11,7 @@ import type { Logger } from '@taskapi/logger';
 import { closeQueues, createTaskQueues, createWebhookQueue, TASK_QUEUES, type TaskJob } from '@taskapi/queue';
 import { createRedisClient, PubSubFanout, runPeriodically, startConfiguredOpsServer, type RedisClient } from '@taskapi/service';
 import type { TaskKind } from '@taskapi/task-kinds';
-import { createTaskLifecycle, EXPIRY_SWEEP_MS, WorkerSlots } from '@taskapi/task-lifecycle';
+import { createTaskLifecycle, WorkerSlots } from '@taskapi/task-lifecycle';
 import { accountCaps } from './repositories/accounts';
 import { createEngines } from './engines';
 import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-store';
@@ -221,15 +221,7 @@ export async function startWorkerService(
   });
 
   // Tasks past their ttl_seconds expire on every replica (no lock: PostgreSQL decides).
-  const expiry = runPeriodically({
-    name: 'task expiry',
-    intervalMs: EXPIRY_SWEEP_MS,
-    logger,
-    task: async () => {
-      const expired = await lifecycle.expiry.expireDue();
-      if (expired > 0) logger.info('tasks expired (not started within their ttl_seconds)', { count: expired });
-    },
-  });
+  const expiry = lifecycle.expiry.sweepPeriodically(logger);
 
   // Every replica tries; the sweeper lock lets one of them run it per interval.
   const retention = startRetentionJob({ db, redis, store, logger, metrics }, config.retentionDays, opts.retentionIntervalMs);

@@ -4,6 +4,8 @@
 // number of them agree and a Redis loss changes nothing); a worker's claim refuses a task past its
 // deadline, and the scheduler never releases one (so the start wins or the expiry wins, never
 // both). Then the markers and the scheduler, in batches.
+import type { Logger } from '@taskapi/logger';
+import { runPeriodically, type Periodic } from '@taskapi/service';
 import { isTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import type { EndedTask, LifecycleResources } from '../stores';
 import type { TransitionWriter } from '../transition';
@@ -22,6 +24,22 @@ export class ExpireSystem {
     private readonly r: LifecycleResources,
     private readonly writer: TransitionWriter,
   ) {}
+
+  /**
+   * `expireDue` every EXPIRY_SWEEP_MS on this replica, until stopped (every API and worker runs
+   * one: PostgreSQL decides, so no Redis lock is needed for replicas to agree).
+   */
+  sweepPeriodically(logger: Logger): Periodic {
+    return runPeriodically({
+      name: 'task expiry',
+      intervalMs: EXPIRY_SWEEP_MS,
+      logger,
+      task: async () => {
+        const expired = await this.expireDue();
+        if (expired > 0) logger.info('tasks expired (not started within their ttl_seconds)', { count: expired });
+      },
+    });
+  }
 
   /** Expires every task past its deadline, in batches. Returns how many it expired. */
   async expireDue(): Promise<number> {

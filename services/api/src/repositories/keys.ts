@@ -12,12 +12,15 @@ const keyType = z.enum(['paid', 'trial']);
 
 // ---- Hot path: authentication of `X-Api-Key` ----
 
-const KEY_BY_HASH = statement(
-  'api-key-by-hash',
-  `
+/** The facts authentication needs of a key, with its trial grant's expiry and its account's version. */
+const KEY_AUTH_SELECT = `
 SELECT k.id, k.account_id, k.type, k.grant_id, k.key_prefix, (k.revoked_at IS NOT NULL) AS revoked,
        g.expires_at AS grant_expires_at, a.api_version
-  FROM api_keys k JOIN accounts a ON a.id = k.account_id LEFT JOIN trial_grants g ON g.id = k.grant_id
+  FROM api_keys k JOIN accounts a ON a.id = k.account_id LEFT JOIN trial_grants g ON g.id = k.grant_id`;
+
+const KEY_BY_HASH = statement(
+  'api-key-by-hash',
+  `${KEY_AUTH_SELECT}
  WHERE k.key_hash = $1`,
   z.object({
     id: z.string(),
@@ -39,10 +42,7 @@ export type KeyAuthRow = z.output<typeof KEY_BY_HASH.row>;
 // The same facts by id: a read token names its minting key by id (docs/architecture.md, "Browser read tokens").
 const KEY_BY_ID = statement(
   'api-key-by-id',
-  `
-SELECT k.id, k.account_id, k.type, k.grant_id, k.key_prefix, (k.revoked_at IS NOT NULL) AS revoked,
-       g.expires_at AS grant_expires_at, a.api_version
-  FROM api_keys k JOIN accounts a ON a.id = k.account_id LEFT JOIN trial_grants g ON g.id = k.grant_id
+  `${KEY_AUTH_SELECT}
  WHERE k.id = $1`,
   KEY_BY_HASH.row,
 );
