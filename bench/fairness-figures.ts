@@ -13,7 +13,7 @@ import type pg from 'pg';
 import { Redis } from 'ioredis';
 import { claimRedisDb, freePort } from '@taskapi/testing';
 import { startApi, startBuilt, stop } from './processes';
-import { cpuMs } from './runtime-figures';
+import { cpuMs, treeCpuMs } from './runtime-figures';
 import { median } from './stats';
 
 export type Mode = 'fair' | 'fifo';
@@ -27,6 +27,8 @@ export interface FairnessContext {
   keys: string[];
   /** A Redis database per mode, emptied before each start. */
   redis: Record<Mode, string>;
+  /** The PostgreSQL postmaster's process id when it runs on this machine (its whole tree's CPU is counted). */
+  postgresPid: number | undefined;
 }
 
 export interface FairnessFigures {
@@ -36,14 +38,25 @@ export interface FairnessFigures {
   /** Per mode, the median over rounds of (FIFO − mode) / FIFO, in %: positive = slower than FIFO. */
   overheadOne: Record<Mode, number>;
   overheadMany: Record<Mode, number>;
-  /** CPU ms per task (median over the 100-account rounds) of the API, the worker and the Redis server, per mode. */
-  cpu: Record<Mode, { api: number; worker: number; redis: number }>;
+  /** CPU ms per task (median over the 100-account rounds) of the API, the worker, the PostgreSQL server and the Redis server, per mode. */
+  cpu: Record<Mode, Cpu>;
+  /** Median over the 100-account rounds of fair's CPU per task minus FIFO's (all four processes), ms. */
+  fairCostMs: number;
   /** B's wait to start behind A's burst, and A's median run time, per mode (ms). */
   wait: Record<Mode, { bWaitMs: number; runMs: number; burst: number }>;
 }
 
 const CREATORS = 16;
 const CONCURRENCY = 4;
+
+interface Cpu {
+  api: number;
+  worker: number;
+  postgres: number;
+  redis: number;
+}
+
+const cpuSum = (c: Cpu) => c.api + c.worker + (Number.isNaN(c.postgres) ? 0 : c.postgres) + c.redis;
 
 interface Running {
   base: string;
@@ -102,9 +115,10 @@ async function waitForCompletion(pool: pg.Pool, ids: string[]): Promise<void> {
 }
 
 /** Tasks/s from the first creation to the last finish (both by the database's clock), and CPU ms per task. */
-async function pipeline(ctx: FairnessContext, mode: Running, keys: string[], n: number, redisUrl: string): Promise<{ tasksPerSecond: number; cpu: { api: number; worker: number; redis: number } }> {
+async function pipeline(ctx: FairnessContext, mode: Running, keys: string[], n: number, redisUrl: string): Promise<{ tasksPerSecond: number; cpu: Cpu }> {
   const base = mode.base;
-  const before = { api: cpuMs(mode.api.pid!), worker: cpuMs(mode.worker.pid!), redis: await redisCpuMs(redisUrl) };
+  const postgres = () => (ctx.postgresPid === undefined ? NaN : treeCpuMs(ctx.postgresPid));
+  const before = { api: cpuMs(mode.api.pid!), worker: cpuMs(mode.worker.pid!), postgres: postgres(), redis: await redisCpuMs(redisUrl) };
   const ids: string[] = [];
   let next = 0;
   await Promise.all(
@@ -123,6 +137,7 @@ async function pipeline(ctx: FairnessContext, mode: Running, keys: string[], n: 
   const cpu = {
     api: (cpuMs(mode.api.pid!) - before.api) / n,
     worker: (cpuMs(mode.worker.pid!) - before.worker) / n,
+    postgres: (postgres() - before.postgres) / n,
     redis: ((await redisCpuMs(redisUrl)) - before.redis) / n,
   };
   return { tasksPerSecond: n / rows[0]!.seconds, cpu };
@@ -159,7 +174,7 @@ async function burstWait(ctx: FairnessContext, base: string, burst: number): Pro
 export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: number; rounds: number; burst: number }): Promise<FairnessFigures> {
   const perMode = <T>(f: () => T) => Object.fromEntries(MODES.map((m) => [m, f()])) as Record<Mode, T>;
   const tasksPerSecond = { one: perMode(() => [] as number[]), many: perMode(() => [] as number[]) };
-  const cpu = perMode(() => [] as Array<{ api: number; worker: number; redis: number }>);
+  const cpu = perMode(() => [] as Cpu[]);
   const wait = {} as FairnessFigures['wait'];
   const running = {} as Record<Mode, Running>;
   try {
@@ -180,9 +195,10 @@ export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: numbe
     await Promise.all(Object.values(running).flatMap((r) => [stop(r.api), stop(r.worker)]));
   }
   const overhead = (xs: Record<Mode, number[]>) => perModeOf((m) => median(xs.fifo.map((f, i) => (100 * (f - xs[m][i]!)) / f)));
-  const cpuOf = (xs: Array<{ api: number; worker: number; redis: number }>) => ({
+  const cpuOf = (xs: Cpu[]): Cpu => ({
     api: median(xs.map((x) => x.api)),
     worker: median(xs.map((x) => x.worker)),
+    postgres: median(xs.map((x) => x.postgres)),
     redis: median(xs.map((x) => x.redis)),
   });
   return {
@@ -191,6 +207,7 @@ export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: numbe
     overheadOne: overhead(tasksPerSecond.one),
     overheadMany: overhead(tasksPerSecond.many),
     cpu: perModeOf((m) => cpuOf(cpu[m])),
+    fairCostMs: median(cpu.fair.map((fair, i) => cpuSum(fair) - cpuSum(cpu.fifo[i]!))),
     wait,
   };
 }

@@ -49,14 +49,14 @@ import { cogFigures, type CogFigures } from './cog-figures';
 import { dispatcherFigures } from './dispatcher-figures';
 import { fairnessFigures, type Mode as FairnessMode } from './fairness-figures';
 import { hotStatementPlans, middleTaskOf, seedTasks } from './large-database';
-import { lightWebhookLatency, pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
+import { cpuTotal, lightWebhookLatency, pipelineRun, runMedians, serverPids, startFloor, type FloorApi, type PipelineContext, type PipelineRun, type RunMedians, type Stack } from './pipeline-figures';
 import { ROOT, startApi, startProcess, stop } from './processes';
 import { tracingFigures, type PipelineTracingMode } from './tracing-figures';
 import { batchFigures } from './batch-figures';
 import { steeringFigures } from './steering-figures';
 import { nowMs, startBenchReceiver } from './receiver';
 import { cpuMs, measureStartup, measureWorkerStop, rssMb, type Service } from './runtime-figures';
-import { formatTarget, median, percentile, type Target } from './stats';
+import { floorTarget, formatTarget, median, percentile, type Target } from './stats';
 
 const TSX = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -296,20 +296,29 @@ async function versusExpress(helloUrl: string, readUrl: string, createUrl: strin
 }
 
 /** Light load: rounds of the bare route and creation, one request at a time; medians of the rounds' p50. */
-async function lightFigures(helloUrl: string, createUrl: string, headers: Record<string, string>): Promise<{ helloP50: number; createP50: number; createP99: number }> {
+async function lightFigures(
+  helloUrl: string,
+  createUrl: string,
+  floorCreateUrl: string,
+  headers: Record<string, string>,
+): Promise<{ helloP50: number; createP50: number; createP99: number; floorCreateP50: number }> {
   const body = '{"prompt":"bench"}';
+  const floorBody = '{"prompt":"bench","width":64,"height":64}';
   await lightLoad(helloUrl, {}, 50);
   await lightLoad(createUrl, { method: 'POST', headers, body }, 50);
+  await lightLoad(floorCreateUrl, { method: 'POST', headers, body: floorBody }, 50);
   const hello: number[] = [];
   const create: number[] = [];
   const createP99: number[] = [];
+  const floorCreate: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     hello.push(percentile(await lightLoad(helloUrl, {}, LIGHT_REQUESTS), 50));
     const times = await lightLoad(createUrl, { method: 'POST', headers, body }, LIGHT_REQUESTS);
     create.push(percentile(times, 50));
     createP99.push(percentile(times, 99));
+    floorCreate.push(percentile(await lightLoad(floorCreateUrl, { method: 'POST', headers, body: floorBody }, LIGHT_REQUESTS), 50));
   }
-  return { helloP50: median(hello), createP50: median(create), createP99: median(createP99) };
+  return { helloP50: median(hello), createP50: median(create), createP99: median(createP99), floorCreateP50: median(floorCreate) };
 }
 
 /**
@@ -425,6 +434,48 @@ function printCog(c: CogFigures): void {
   );
 }
 
+type FloorComparison = Record<'burst' | 'steady', Record<Stack, RunMedians>>;
+
+/** Section 5's platform-against-floor runs: ROUNDS interleaved rounds of each stack, in a burst and at a steady rate. */
+async function floorComparison(ctx: PipelineContext): Promise<FloorComparison> {
+  const runsOf: Record<'burst' | 'steady', Record<Stack, PipelineRun[]>> = { burst: { platform: [], floor: [] }, steady: { platform: [], floor: [] } };
+  for (let r = 0; r < ROUNDS; r++) {
+    const order: Stack[] = r % 2 === 0 ? ['platform', 'floor'] : ['floor', 'platform'];
+    for (const load of ['burst', 'steady'] as const) {
+      for (const stack of order) {
+        const perSecond = load === 'steady' ? STEADY_TASKS_PER_SECOND : undefined;
+        runsOf[load][stack].push(await pipelineRun(ctx, { workers: 1, dispatchers: 1, tasks: PIPELINE_TASKS, stack, perSecond }));
+      }
+    }
+  }
+  const of = (load: 'burst' | 'steady') => ({ platform: runMedians(runsOf[load].platform), floor: runMedians(runsOf[load].floor) });
+  return { burst: of('burst'), steady: of('steady') };
+}
+
+function printFloorComparison(c: FloorComparison): void {
+  console.log(
+    `\n   The platform against the floor of its design (bench/floor-pipeline.ts: the same five statements on the same tables, two BullMQ jobs, ` +
+      `the engine and its file, one signed HTTPS POST; nothing else), 1 worker (concurrency 4) and 1 dispatcher, ${PIPELINE_TASKS} tasks per run, ` +
+      `median of ${ROUNDS} interleaved rounds; CPU ms per task of the API/worker/dispatcher/PostgreSQL/Redis:`,
+  );
+  const widths = [34, 9, 9, 30, 7, 9, 8, 9];
+  console.log(row(['', 'tasks/s', 'e2e p50', 'CPU ms/task', 'all', 'x floor', 'PG tx', 'Redis cmd'], widths));
+  const fixed = (x: number, d: number) => (Number.isNaN(x) ? '-' : x.toFixed(d));
+  for (const load of ['burst', 'steady'] as const) {
+    for (const stack of ['platform', 'floor'] as const) {
+      const m = c[load][stack];
+      const cpu = [m.cpu.api, m.cpu.workers, m.cpu.dispatchers, m.cpu.postgres, m.cpu.redis].map((x) => fixed(x, 2)).join('/');
+      const name = `${stack}, ${load === 'burst' ? 'burst' : `steady ${STEADY_TASKS_PER_SECOND}/s`}`;
+      const times = stack === 'floor' ? '1.00' : fixed(m.total / c[load].floor.total, 2);
+      console.log(row([name, fixed(m.tasksPerSecond, 0), fixed(m.latencyP50, 0), cpu, fixed(m.total, 2), times, fixed(m.transactions, 1), fixed(m.redisCommands, 0)], widths));
+    }
+  }
+  for (const stack of ['platform', 'floor'] as const) {
+    const top = c.steady[stack].topRedisCommands.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ');
+    console.log(`   Redis commands per task of the ${stack} at ${STEADY_TASKS_PER_SECOND}/s, most first: ${top}.`);
+  }
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
@@ -447,6 +498,11 @@ async function main(): Promise<void> {
   let largeApi: ChildProcess | undefined;
   let hello: Awaited<ReturnType<typeof startProcess>> | undefined;
   const api = await startApi(env);
+  // The floor of the design (bench/floor-pipeline.ts) beside it, on the same database and Redis, for the bench account.
+  let floor: FloorApi | undefined;
+  if (runs('light') || runs('webhook') || runs('pipeline') || runs('fairness')) {
+    floor = await startFloor({ ...process.env, ...env, NODE_EXTRA_CA_CERTS: testCa().caFile }, main, await freePort());
+  }
   const base = `http://127.0.0.1:${port}`;
   const headers = { 'x-api-key': main.key, 'content-type': 'application/json' };
   const createUrl = `${base}/api/tasks/image-generation`;
@@ -512,11 +568,14 @@ async function main(): Promise<void> {
 
     // 3. Light load.
     if (runs('light')) {
-      const light = await lightFigures(helloUrl, createUrl, headers);
+      const light = await lightFigures(helloUrl, createUrl, `${floor!.base}/tasks`, headers);
       console.log(`\n3. One connection, one request at a time (${LIGHT_REQUESTS} requests per round, median of ${ROUNDS} rounds):`);
-      console.log(`   creation p50 ${light.createP50.toFixed(2)} ms, p99 ${light.createP99.toFixed(2)} ms; bare Express p50 ${light.helloP50.toFixed(2)} ms.`);
+      console.log(
+        `   creation p50 ${light.createP50.toFixed(2)} ms, p99 ${light.createP99.toFixed(2)} ms; bare Express p50 ${light.helloP50.toFixed(2)} ms; ` +
+          `the floor's creation (bench/floor-pipeline.ts: node:http, one statement, one job) p50 ${light.floorCreateP50.toFixed(2)} ms.`,
+      );
       console.log(`(${elapsed()})`);
-      targets.push({ name: 'create-light-p50', measured: light.createP50, comparison: '<', goal: 4, unit: ' ms', decimals: 2 });
+      targets.push({ ...floorTarget('create-light-p50', light.createP50, light.floorCreateP50, 3), shown: `${light.createP50.toFixed(2)} ms (the floor ${light.floorCreateP50.toFixed(2)} ms)` });
     }
     // 12. Batch creation against single creations.
     if (runs('batch')) {
@@ -630,6 +689,7 @@ async function main(): Promise<void> {
       receiver,
       webhookSecret: main.webhookSecret,
       apiPid: api.pid!,
+      floor,
     };
 
     // 11. Tracing: the read and the pipeline with the SDK off, as shipped (no endpoint) and exporting.
@@ -665,41 +725,66 @@ async function main(): Promise<void> {
           `${p.exports.api}/${p.exports.worker}/${p.exports['webhook-dispatcher']}${p.exports.other > 0 ? `, ${p.exports.other} unrecognised` : ''}).`,
       );
       console.log(`   rounds (disabled / unset / exporting tasks/s): ${p.rounds.map((r) => `${r.disabled.toFixed(0)} / ${r.unset.toFixed(0)} / ${r.exporting.toFixed(0)}`).join(', ')}`);
-      const cpu = (m: PipelineTracingMode) => `${p.cpuPerTask[m].api.toFixed(2)}/${p.cpuPerTask[m].workers.toFixed(2)}/${p.cpuPerTask[m].dispatchers.toFixed(2)}`;
-      console.log(`   CPU ms per task (API/worker/dispatcher, medians): disabled ${cpu('disabled')}; unset ${cpu('unset')}; exporting ${cpu('exporting')}.`);
+      const cpu = (m: PipelineTracingMode) => {
+        const c = p.cpuPerTask[m];
+        return `${[c.api, c.workers, c.dispatchers, c.postgres, c.redis].map((x) => x.toFixed(2)).join('/')} (all ${cpuTotal(c).toFixed(2)})`;
+      };
+      console.log(`   CPU ms per task (API/worker/dispatcher/PostgreSQL/Redis, medians): disabled ${cpu('disabled')}; unset ${cpu('unset')}; exporting ${cpu('exporting')}.`);
       console.log(`(${elapsed()})`);
       targets.push(
         { name: 'tracing-off-cost', measured: t.offCost, comparison: '<=', goal: 3, unit: '%', decimals: 1 },
         { name: 'tracing-on-cost', measured: t.onCost, comparison: '<=', goal: 20, unit: '%', decimals: 1 },
         { name: 'tracing-off-cost-pipeline', measured: p.offCost, comparison: '<=', goal: 3, unit: '%', decimals: 1 },
         { name: 'tracing-on-cost-pipeline', measured: p.onCost, comparison: '<=', goal: 20, unit: '%', decimals: 1 },
+        {
+          name: 'tracing-cpu-per-task',
+          measured: p.exportingCpu.percent,
+          comparison: '<=',
+          goal: 10,
+          unit: ' %',
+          shown: `${p.exportingCpu.ms.toFixed(2)} ms per task exporting every span`,
+          of: ' of the CPU per task with OTEL_SDK_DISABLED',
+        },
       );
     }
 
     // 4. Creation → webhook at light load.
     if (runs('webhook')) {
+      // The floor first and last, the platform between: neither gains from the machine's drift alone.
+      const floorHooks = [await lightWebhookLatency(ctx, Math.ceil(LIGHT_WEBHOOKS / 2), 'floor')];
       const hook = await lightWebhookLatency(ctx, LIGHT_WEBHOOKS);
+      floorHooks.push(await lightWebhookLatency(ctx, Math.ceil(LIGHT_WEBHOOKS / 2), 'floor'));
+      const floorP50 = median(floorHooks.map((f) => f.p50));
       console.log(`\n4. Creation → signed webhook received, one 64x64 image task at a time (1 worker, 1 dispatcher; ${LIGHT_WEBHOOKS} tasks after 3 warm-up):`);
       console.log(`   p50 ${hook.p50.toFixed(1)} ms, p95 ${hook.p95.toFixed(1)} ms (the creation request itself p50 ${hook.createP50.toFixed(1)} ms); ${hook.verified} of ${hook.samples} signatures verified.`);
       console.log(`   hand-offs, median ms: ${hook.stages.map(([name, x]) => `${name} ${x.toFixed(1)}`).join('; ')}.`);
-      targets.push({ name: 'webhook-light-p50', measured: hook.p50, comparison: '<', goal: 20, unit: ' ms' });
+      const f = floorHooks[0]!;
+      console.log(
+        `   The floor (bench/floor-pipeline.ts; one run of ${Math.ceil(LIGHT_WEBHOOKS / 2)} before the platform's and one after): p50 ${floorHooks.map((x) => x.p50.toFixed(1)).join(' and ')} ms, ` +
+          `p95 ${floorHooks.map((x) => x.p95.toFixed(1)).join(' and ')} ms (creation p50 ${floorHooks.map((x) => x.createP50.toFixed(1)).join(' and ')} ms); ` +
+          `${floorHooks.reduce((n, x) => n + x.verified, 0)} of ${floorHooks.reduce((n, x) => n + x.samples, 0)} signatures verified; its first run's hand-offs: ${f.stages.map(([, x]) => x.toFixed(1)).join(' / ')} ms.`,
+      );
+      targets.push(floorTarget('webhook-light-p50', hook.p50, floorP50, 3));
     }
 
     // 5. Pipeline scaling.
     const pipelineRuns: PipelineRun[] = [];
+    /** The platform's CPU per task in a burst, all processes (the fairness target's denominator). */
+    let pipelineCpuPerTask = NaN;
     if (runs('pipeline')) {
       for (const [workers, dispatchers] of PIPELINE_CONFIGS) pipelineRuns.push(await pipelineRun(ctx, { workers, dispatchers, tasks: PIPELINE_TASKS }));
       printPipeline(pipelineRuns);
-      // The same tasks at a steady 50 a second (1 worker, 1 dispatcher), which the pipeline keeps up with.
-      const steady = await pipelineRun(ctx, { workers: 1, dispatchers: 1, tasks: PIPELINE_TASKS, perSecond: STEADY_TASKS_PER_SECOND });
-      const c = steady.cpuPerTask;
-      console.log(
-        `   At a steady ${STEADY_TASKS_PER_SECOND} tasks/s (1 worker, 1 dispatcher; ${steady.tasksPerSecond.toFixed(0)} tasks/s through, e2e p50 ${steady.latencyP50.toFixed(0)} ms): ` +
-          `CPU ms per task API ${c.api.toFixed(2)}, worker ${c.workers.toFixed(2)}, dispatcher ${c.dispatchers.toFixed(2)}, PostgreSQL ${c.postgres.toFixed(2)}, Redis ${c.redis.toFixed(2)}, ` +
-          `all ${(c.api + c.workers + c.dispatchers + c.postgres + c.redis).toFixed(2)}; per task ${steady.roundTripsPerTask.transactions.toFixed(1)} PostgreSQL transactions, ` +
-          `${steady.roundTripsPerTask.redisCommands.toFixed(0)} Redis commands.`,
-      );
-      console.log(`   Redis commands per task at that rate, most first: ${steady.roundTripsPerTask.topRedisCommands.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ')}.`);
+      // The platform against the floor of its design, 1 worker and 1 dispatcher, in a burst and at
+      // a steady 50 tasks a second (which both keep up with): rounds interleaved, order turning.
+      const vsFloor = await floorComparison(ctx);
+      printFloorComparison(vsFloor);
+      const ratios = (['burst', 'steady'] as const).map((load) => ({ load, platform: vsFloor[load].platform.total, floor: vsFloor[load].floor.total }));
+      const worst = ratios.reduce((a, b) => (b.platform / b.floor > a.platform / a.floor ? b : a));
+      pipelineCpuPerTask = vsFloor.burst.platform.total;
+      targets.push({
+        ...floorTarget('pipeline-cpu-per-task', worst.platform, worst.floor, 2),
+        shown: `${worst.platform.toFixed(1)} ms per task (${worst.load === 'burst' ? 'in a burst' : `at ${STEADY_TASKS_PER_SECOND}/s`}; the floor ${worst.floor.toFixed(1)} ms)`,
+      });
       console.log(`(${elapsed()})`);
     }
 
@@ -740,6 +825,7 @@ async function main(): Promise<void> {
           pool: main.db.pool,
           keys,
           redis: { fair: withRedisDb(BENCH_REDIS, 12), fifo: withRedisDb(BENCH_REDIS, 13) },
+          postgresPid: (await serverPids(main.db.pool, undefined)).postgres,
         },
         { tasks: FAIRNESS_TASKS, rounds: ROUNDS, burst: FAIRNESS_BURST },
       );
@@ -753,8 +839,11 @@ async function main(): Promise<void> {
         console.log(row([name, t.fifo.toFixed(0), t.fair.toFixed(0), pct(o.fair)], widths));
       line('one account', f.one, f.overheadOne);
       line(`${FAIRNESS_ACCOUNTS} accounts (round robin)`, f.many, f.overheadMany);
-      const cpu = (m: FairnessMode) => `${f.cpu[m].api.toFixed(2)}/${f.cpu[m].worker.toFixed(2)}/${f.cpu[m].redis.toFixed(2)}`;
-      console.log(`   CPU ms per task (API/worker/Redis server, 100 accounts): FIFO ${cpu('fifo')}, fair ${cpu('fair')}.`);
+      const cpu = (m: FairnessMode) => [f.cpu[m].api, f.cpu[m].worker, f.cpu[m].postgres, f.cpu[m].redis].map((x) => x.toFixed(2)).join('/');
+      console.log(
+        `   CPU ms per task (API/worker/PostgreSQL server/Redis server, 100 accounts, medians): FIFO ${cpu('fifo')}, fair ${cpu('fair')}; ` +
+          `fair costs ${f.fairCostMs.toFixed(2)} ms per task more (median of the rounds' differences).`,
+      );
       for (const m of ['fifo', 'fair'] as const) {
         const w = f.wait[m];
         console.log(
@@ -764,7 +853,17 @@ async function main(): Promise<void> {
       }
       console.log(`(${elapsed()})`);
       targets.push(
-        { name: 'fairness-overhead', measured: Math.max(f.overheadOne.fair, f.overheadMany.fair), comparison: '<=', goal: 5, unit: ' % fewer tasks/s than FIFO' },
+        // Of the whole pipeline's CPU per task (section 5's platform in a burst, dispatch included);
+        // without section 5, of these runs' own (fair, without dispatch: a larger share).
+        {
+          name: 'fairness-cpu-per-task',
+          measured: (100 * f.fairCostMs) / (Number.isNaN(pipelineCpuPerTask) ? f.cpu.fair.api + f.cpu.fair.worker + f.cpu.fair.postgres + f.cpu.fair.redis : pipelineCpuPerTask),
+          comparison: '<=',
+          goal: 5,
+          unit: ' %',
+          shown: `${f.fairCostMs.toFixed(2)} ms per task`,
+          of: Number.isNaN(pipelineCpuPerTask) ? " of the fair runs' CPU per task" : " of the pipeline's CPU per task",
+        },
         { name: 'fairness-wait', measured: f.wait.fair.bWaitMs / f.wait.fair.runMs, comparison: '<=', goal: 2, unit: ' task run times', decimals: 2 },
       );
     }
@@ -815,6 +914,7 @@ async function main(): Promise<void> {
     console.log(`   Tasks in the bench database at the end: ${count[0]!.n.toLocaleString('en')}. Total bench time ${elapsed()}.`);
     targets.push({ name: 'api-rss', measured: loadedRss, comparison: '<', goal: 150, unit: ' MB' });
   } finally {
+    await floor?.stop();
     if (largeApi) await stop(largeApi);
     if (hello) await stop(hello.child);
     await stop(api);
@@ -822,7 +922,7 @@ async function main(): Promise<void> {
     await large?.db.close();
   }
   // In the order of the issue's table.
-  const order = ['read-vs-express', 'create-vs-express', 'create-p99', 'create-light-p50', 'dispatcher-vs-raw', 'webhook-light-p50', 'api-rss', 'fairness-overhead', 'fairness-wait', 'cog-overhead'];
+  const order = ['read-vs-express', 'create-vs-express', 'create-p99', 'create-light-p50', 'dispatcher-vs-raw', 'webhook-light-p50', 'pipeline-cpu-per-task', 'api-rss', 'fairness-cpu-per-task', 'fairness-wait', 'cog-overhead', 'tracing-cpu-per-task'];
   const rank = (t: Target) => (order.includes(t.name) ? order.indexOf(t.name) : order.length);
   console.log('');
   for (const t of [...targets].sort((a, b) => rank(a) - rank(b))) console.log(formatTarget(t));

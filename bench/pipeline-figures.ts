@@ -6,12 +6,15 @@
 //     saturates first shows as the one where tasks wait.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type pg from 'pg';
 import { webhookSignature } from '@taskapi/crypto';
 import { TASK_QUEUES, WEBHOOK_QUEUE } from '@taskapi/queue';
-import { startBuilt, stop } from './processes';
+import { FLOOR_TASK_QUEUE, FLOOR_WEBHOOK_QUEUE } from './floor-pipeline';
+import { ROOT, startBuilt, startProcess, stop } from './processes';
 import { cpuMs, statFields, treeCpuMs } from './runtime-figures';
 import { nowMs, type BenchReceiver } from './receiver';
 import { median, percentile } from './stats';
@@ -29,13 +32,51 @@ export interface PipelineContext {
   apiPid: number;
   /** The bench account's webhook secret, to check each light-load webhook's signature. */
   webhookSecret: string;
+  /** The floor's API (bench/floor-pipeline.ts), started by startFloor, and its processes' environment. */
+  floor?: FloorApi;
 }
+
+export interface FloorApi {
+  base: string;
+  pid: number;
+  env: NodeJS.ProcessEnv;
+  stop(): Promise<void>;
+}
+
+const FLOOR = path.join(ROOT, 'bench/floor-pipeline.ts');
+
+function startFloorProcess(role: 'api' | 'worker' | 'dispatcher', env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  // One process per role (tsx as a loader, not its CLI's parent process): its CPU time is its own.
+  return startProcess([process.execPath, ['--import', 'tsx', FLOOR, role]], env, new RegExp(`floor ${role} ready (\\d+)`));
+}
+
+/**
+ * Starts the floor's API process (its workers and dispatchers start with each run, as the
+ * platform's do), for the account and key given, its files under a temporary directory.
+ */
+export async function startFloor(env: NodeJS.ProcessEnv, account: { accountId: string; keyId: string; webhookSecret: string }, port: number): Promise<FloorApi> {
+  const filesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'taskapi-floor-'));
+  const floorEnv = { ...env, PORT: String(port), FLOOR_ACCOUNT_ID: account.accountId, FLOOR_KEY_ID: account.keyId, FLOOR_WEBHOOK_SECRET: account.webhookSecret, FLOOR_FILES_DIR: filesDir };
+  const { child } = await startFloorProcess('api', floorEnv);
+  return {
+    base: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    env: floorEnv,
+    async stop() {
+      await stop(child);
+      fs.rmSync(filesDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** What a run drives: the platform's services, or the floor's. */
+export type Stack = 'platform' | 'floor';
 
 /**
  * The PostgreSQL postmaster's and the Redis server's process ids, when they run on this machine
  * (the bench's own connections tell: a backend's parent is the postmaster; Redis names its pid).
  */
-async function serverPids(pool: pg.Pool, redis: Redis | undefined): Promise<{ postgres: number | undefined; redis: number | undefined }> {
+export async function serverPids(pool: pg.Pool, redis: Redis | undefined): Promise<{ postgres: number | undefined; redis: number | undefined }> {
   const local = (pid: number | undefined) => (pid !== undefined && fs.existsSync(`/proc/${pid}/stat`) ? pid : undefined);
   const backend = Number((await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
   const parent = statFields(backend)?.[1];
@@ -60,19 +101,37 @@ async function roundTrips(pool: pg.Pool, redis: Redis | undefined): Promise<{ tr
 const CREATORS = 16;
 const WORKER_CONCURRENCY = 4;
 
-async function startServices(ctx: PipelineContext, workers: number, dispatchers: number): Promise<{ workers: ChildProcess[]; dispatchers: ChildProcess[]; all: ChildProcess[] }> {
+/** The floor's dispatchers take as many deliveries at once as the platform's do by default (DISPATCHER_CONCURRENCY). */
+const DISPATCHER_CONCURRENCY = 20;
+
+async function startServices(ctx: PipelineContext, stack: Stack, workers: number, dispatchers: number): Promise<{ workers: ChildProcess[]; dispatchers: ChildProcess[]; all: ChildProcess[] }> {
   const env = { ...ctx.env, WORKER_KINDS: 'image-generation', WORKER_CONCURRENCY: String(WORKER_CONCURRENCY) };
+  const floor = floorOf(ctx, stack);
+  const start =
+    floor === undefined
+      ? { worker: () => startBuilt('worker', env), dispatcher: () => startBuilt('webhook-dispatcher', env) }
+      : {
+          worker: async () => (await startFloorProcess('worker', { ...floor.env, FLOOR_CONCURRENCY: String(WORKER_CONCURRENCY) })).child,
+          dispatcher: async () => (await startFloorProcess('dispatcher', { ...floor.env, FLOOR_CONCURRENCY: String(DISPATCHER_CONCURRENCY) })).child,
+        };
   const started = {
-    workers: await Promise.all(Array.from({ length: workers }, () => startBuilt('worker', env))),
-    dispatchers: await Promise.all(Array.from({ length: dispatchers }, () => startBuilt('webhook-dispatcher', env))),
+    workers: await Promise.all(Array.from({ length: workers }, start.worker)),
+    dispatchers: await Promise.all(Array.from({ length: dispatchers }, start.dispatcher)),
   };
   return { ...started, all: [...started.workers, ...started.dispatchers] };
 }
 
+function floorOf(ctx: PipelineContext, stack: Stack): FloorApi | undefined {
+  if (stack === 'platform') return undefined;
+  if (!ctx.floor) throw new Error('the floor was not started');
+  return ctx.floor;
+}
+
 const cpuOf = (children: ChildProcess[]) => children.reduce((sum, c) => sum + cpuMs(c.pid!), 0);
 
-async function createTask(ctx: PipelineContext, prompt: string, callbackUrl: string): Promise<string> {
-  const res = await fetch(`${ctx.base}/api/tasks/image-generation`, {
+async function createTask(ctx: PipelineContext, stack: Stack, prompt: string, callbackUrl: string): Promise<string> {
+  const floor = floorOf(ctx, stack);
+  const res = await fetch(floor ? `${floor.base}/tasks` : `${ctx.base}/api/tasks/image-generation`, {
     method: 'POST',
     headers: { 'x-api-key': ctx.key, 'content-type': 'application/json' },
     body: JSON.stringify({ prompt, width: 64, height: 64, callback_url: callbackUrl }),
@@ -96,19 +155,19 @@ export interface LightWebhookFigures {
  * One worker, one dispatcher, one 64×64 image task at a time: milliseconds from sending the
  * creation to the webhook's arrival, its signature checked with the account's secret.
  */
-export async function lightWebhookLatency(ctx: PipelineContext, samples: number): Promise<LightWebhookFigures> {
-  const services = await startServices(ctx, 1, 1);
+export async function lightWebhookLatency(ctx: PipelineContext, samples: number, stack: Stack = 'platform'): Promise<LightWebhookFigures> {
+  const services = await startServices(ctx, stack, 1, 1);
   try {
-    const path = `/light-${Date.now()}`;
+    const route = `/light-${stack}-${Date.now()}`;
     const latencies: number[] = [];
     const creations: number[] = [];
     const sent = new Map<string, { t0: number; received: number }>();
     const warmUp = 3;
     for (let i = 0; i < warmUp + samples; i++) {
       const t0 = nowMs();
-      const publicId = await createTask(ctx, `light ${i}`, ctx.receiver.url(path));
+      const publicId = await createTask(ctx, stack, `light ${i}`, ctx.receiver.url(route));
       const created = nowMs();
-      const arrivals = await ctx.receiver.waitFor(path, i + 1, 30_000);
+      const arrivals = await ctx.receiver.waitFor(route, i + 1, 30_000);
       if (i >= warmUp) {
         latencies.push(arrivals[i]!.at - t0);
         creations.push(created - t0);
@@ -116,7 +175,7 @@ export async function lightWebhookLatency(ctx: PipelineContext, samples: number)
       }
     }
     const verified = ctx.receiver
-      .arrivals(path)
+      .arrivals(route)
       .filter((a) => a.headers['x-signature'] === webhookSignature(ctx.webhookSecret, a.body)).length;
     latencies.sort((a, b) => a - b);
     const stages = await handOffs(ctx.pool, sent);
@@ -195,11 +254,14 @@ export function saturatedStage(r: Pick<PipelineRun, 'maxTaskQueue' | 'maxWebhook
  * pipeline keeps up with, where per-job overheads (BullMQ's fetch, a worker waking for one job)
  * are not shared by a batch.
  */
-export async function pipelineRun(ctx: PipelineContext, opts: { workers: number; dispatchers: number; tasks: number; perSecond?: number }): Promise<PipelineRun> {
-  const services = await startServices(ctx, opts.workers, opts.dispatchers);
+export async function pipelineRun(ctx: PipelineContext, opts: { workers: number; dispatchers: number; tasks: number; perSecond?: number; stack?: Stack }): Promise<PipelineRun> {
+  const stack = opts.stack ?? 'platform';
+  const floor = floorOf(ctx, stack);
+  const services = await startServices(ctx, stack, opts.workers, opts.dispatchers);
+  const apiPid = floor?.pid ?? ctx.apiPid;
   const sampler = ctx.redisUrl === undefined ? undefined : new Redis(ctx.redisUrl, { maxRetriesPerRequest: 1 });
-  const taskQueue = sampler && new Queue(TASK_QUEUES['image-generation'].name, { connection: sampler });
-  const webhookQueue = sampler && new Queue(WEBHOOK_QUEUE.name, { connection: sampler });
+  const taskQueue = sampler && new Queue(floor ? FLOOR_TASK_QUEUE : TASK_QUEUES['image-generation'].name, { connection: sampler });
+  const webhookQueue = sampler && new Queue(floor ? FLOOR_WEBHOOK_QUEUE : WEBHOOK_QUEUE.name, { connection: sampler });
   let maxTaskQueue = 0;
   let maxWebhookQueue = 0;
   let sampling = sampler !== undefined;
@@ -212,11 +274,11 @@ export async function pipelineRun(ctx: PipelineContext, opts: { workers: number;
     }
   })();
   try {
-    const path = `/pipeline-${opts.workers}w-${opts.dispatchers}d-${Date.now()}`;
+    const route = `/pipeline-${stack}-${opts.workers}w-${opts.dispatchers}d-${Date.now()}`;
     const createdAt = new Map<string, number>();
     const servers = await serverPids(ctx.pool, sampler);
     const serverCpu = () => ({ postgres: servers.postgres ? treeCpuMs(servers.postgres) : NaN, redis: servers.redis ? cpuMs(servers.redis) : NaN });
-    const cpuBefore = { api: cpuMs(ctx.apiPid), workers: cpuOf(services.workers), dispatchers: cpuOf(services.dispatchers), ...serverCpu() };
+    const cpuBefore = { api: cpuMs(apiPid), workers: cpuOf(services.workers), dispatchers: cpuOf(services.dispatchers), ...serverCpu() };
     const tripsBefore = await roundTrips(ctx.pool, sampler);
     const started = nowMs();
     let next = 0;
@@ -229,15 +291,15 @@ export async function pipelineRun(ctx: PipelineContext, opts: { workers: number;
             if (due > 0) await new Promise((r) => setTimeout(r, due));
           }
           const t0 = nowMs();
-          createdAt.set(await createTask(ctx, `pipeline ${i}`, ctx.receiver.url(path)), t0);
+          createdAt.set(await createTask(ctx, stack, `pipeline ${i}`, ctx.receiver.url(route)), t0);
         }
       }),
     );
-    const arrivals = await ctx.receiver.waitFor(path, opts.tasks, 300_000);
+    const arrivals = await ctx.receiver.waitFor(route, opts.tasks, 300_000);
     const perTask = (after: number, before: number) => (after - before) / opts.tasks;
     const serverCpuAfter = serverCpu();
     const cpuPerTask = {
-      api: perTask(cpuMs(ctx.apiPid), cpuBefore.api),
+      api: perTask(cpuMs(apiPid), cpuBefore.api),
       workers: perTask(cpuOf(services.workers), cpuBefore.workers),
       dispatchers: perTask(cpuOf(services.dispatchers), cpuBefore.dispatchers),
       postgres: perTask(serverCpuAfter.postgres, cpuBefore.postgres),
@@ -294,4 +356,44 @@ export async function pipelineRun(ctx: PipelineContext, opts: { workers: number;
     sampler?.disconnect();
     await Promise.all(services.all.map(stop));
   }
+}
+
+/** CPU ms per task of every process the bench could see (the API, workers, dispatchers, PostgreSQL, Redis). */
+export function cpuTotal(c: PipelineRun['cpuPerTask']): number {
+  return [c.api, c.workers, c.dispatchers, c.postgres, c.redis].filter((x) => !Number.isNaN(x)).reduce((a, b) => a + b, 0);
+}
+
+/** Medians over rounds of the same run: each process's CPU per task, their total, round trips, tasks/s and e2e p50. */
+export interface RunMedians {
+  cpu: PipelineRun['cpuPerTask'];
+  total: number;
+  transactions: number;
+  redisCommands: number;
+  topRedisCommands: Array<[string, number]>;
+  tasksPerSecond: number;
+  latencyP50: number;
+}
+
+export function runMedians(runs: PipelineRun[]): RunMedians {
+  const of = (f: (r: PipelineRun) => number) => median(runs.map(f));
+  const names = new Set(runs.flatMap((r) => r.roundTripsPerTask.topRedisCommands.map(([name]) => name)));
+  const topRedisCommands = [...names]
+    .map((name): [string, number] => [name, of((r) => r.roundTripsPerTask.topRedisCommands.find(([n]) => n === name)?.[1] ?? 0)])
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 8);
+  return {
+    cpu: {
+      api: of((r) => r.cpuPerTask.api),
+      workers: of((r) => r.cpuPerTask.workers),
+      dispatchers: of((r) => r.cpuPerTask.dispatchers),
+      postgres: of((r) => r.cpuPerTask.postgres),
+      redis: of((r) => r.cpuPerTask.redis),
+    },
+    total: of((r) => cpuTotal(r.cpuPerTask)),
+    transactions: of((r) => r.roundTripsPerTask.transactions),
+    redisCommands: of((r) => r.roundTripsPerTask.redisCommands),
+    topRedisCommands,
+    tasksPerSecond: of((r) => r.tasksPerSecond),
+    latencyP50: of((r) => r.latencyP50),
+  };
 }

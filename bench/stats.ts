@@ -25,7 +25,15 @@ export interface Target {
   unit: string;
   /** Decimals of the measured figure (the goal is printed as given). */
   decimals?: number;
+  /**
+   * For a ratio: the figure it is made of, printed before it (`21.3 ms`), and what the ratio is of
+   * (` the floor`, ` of the pipeline's`), printed after it; the goal then follows in brackets.
+   */
+  shown?: string;
+  of?: string;
 }
+
+const SYMBOL: Record<Comparison, string> = { '>=': '≥', '<': '<', '<=': '≤' };
 
 export function targetMet(t: Target): boolean {
   return t.comparison === '>=' ? t.measured >= t.goal : t.comparison === '<=' ? t.measured <= t.goal : t.measured < t.goal;
@@ -33,9 +41,18 @@ export function targetMet(t: Target): boolean {
 
 /**
  * `target <name>: <measured> <comparison> <goal> met` or `... MISSED`, e.g.
- * `target read-vs-express: 64.1% >= 70% MISSED`. A figure that could not be measured (NaN) misses.
+ * `target read-vs-express: 64.1% >= 70% MISSED`, or for a ratio with what it is made of,
+ * `target pipeline-cpu-per-task: 21.3 ms = 2.4× the floor (goal ≤ 2×) MISSED`. A figure that
+ * could not be measured (NaN) misses.
  */
 export function formatTarget(t: Target): string {
   const measured = Number.isFinite(t.measured) ? `${t.measured.toFixed(t.decimals ?? 1)}${t.unit}` : 'n/a';
-  return `target ${t.name}: ${measured} ${t.comparison} ${t.goal}${t.unit} ${targetMet(t) ? 'met' : 'MISSED'}`;
+  const verdict = targetMet(t) ? 'met' : 'MISSED';
+  if (t.shown !== undefined) return `target ${t.name}: ${t.shown} = ${measured}${t.of ?? ''} (goal ${SYMBOL[t.comparison]} ${t.goal}${t.unit}) ${verdict}`;
+  return `target ${t.name}: ${measured} ${t.comparison} ${t.goal}${t.unit} ${verdict}`;
+}
+
+/** A figure of the platform as a multiple of the floor's in the same run (goal: at most `goal` times). */
+export function floorTarget(name: string, value: number, floor: number, goal: number, unit = ' ms'): Target {
+  return { name, measured: value / floor, comparison: '<=', goal, unit: '×', decimals: 2, shown: `${value.toFixed(unit === ' ms' ? 1 : 2)}${unit} (the floor ${floor.toFixed(1)}${unit})`, of: ' the floor' };
 }

@@ -22,7 +22,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { freePort } from '@taskapi/testing';
-import { pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
+import { cpuTotal, pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
 import { startApi, stop } from './processes';
 import { cpuMs } from './runtime-figures';
 import { median } from './stats';
@@ -68,8 +68,13 @@ export interface PipelineTracingFigures {
   onCost: number;
   /** Each round's tasks/s per mode, in the order the rounds ran. */
   rounds: Array<Record<PipelineTracingMode, number>>;
-  /** Median CPU ms per task of the API, the worker and the dispatcher, per mode. */
+  /** Median CPU ms per task of the API, the worker, the dispatcher, PostgreSQL and Redis, per mode. */
   cpuPerTask: Record<PipelineTracingMode, PipelineRun['cpuPerTask']>;
+  /**
+   * Median over rounds of what exporting every span adds to the CPU per task of all five processes
+   * against OTEL_SDK_DISABLED in the same round: ms, and % of the disabled round's.
+   */
+  exportingCpu: { ms: number; percent: number };
   /** Export requests the receiver took during the pipeline's rounds, by the service that sent them. */
   exports: Record<ExportingService, number>;
 }
@@ -220,6 +225,10 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
         onCost: cost('exporting'),
         rounds: perRound.map((round) => ({ disabled: round.disabled.tasksPerSecond, unset: round.unset.tasksPerSecond, exporting: round.exporting.tasksPerSecond })),
         cpuPerTask: { disabled: cpu('disabled'), unset: cpu('unset'), exporting: cpu('exporting') },
+        exportingCpu: {
+          ms: median(perRound.map((round) => cpuTotal(round.exporting.cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))),
+          percent: median(perRound.map((round) => (100 * (cpuTotal(round.exporting.cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))) / cpuTotal(round.disabled.cpuPerTask))),
+        },
         exports: {
           api: exportsAfter.api - exportsBefore.api,
           worker: exportsAfter.worker - exportsBefore.worker,
