@@ -109,6 +109,36 @@ class Slots {
 const waitingIds = async (kind: TaskKind = KIND) => (await queues.queues[kind].getWaiting()).map((j) => j.id);
 
 describe('fair scheduler', () => {
+  /** Every scheduler key and its content (the workers' last-seen times left out: they are clock readings). */
+  async function schedulerState(): Promise<Record<string, unknown>> {
+    const state: Record<string, unknown> = {};
+    for (const key of (await redis.keys('taskapi:{sched}:*')).sort()) {
+      if (key.endsWith(':workers')) continue;
+      const type = await redis.type(key);
+      state[key] = type === 'hash' ? await redis.hgetall(key) : type === 'zset' ? await redis.zrange(key, 0, -1, 'WITHSCORES') : await redis.get(key);
+    }
+    return state;
+  }
+
+  it('a lone task whose turn it is at once is released by its submission, leaving the state a release from its line leaves', async () => {
+    const [task] = tasks('acctA', 1);
+    // Through its line: submitted while no slot is idle, released when one is.
+    let s = scheduler(100);
+    await s.submit(KIND, [task!]);
+    expect(await waitingIds()).toEqual([]);
+    await new Slots(s, 2).join();
+    expect(await waitingIds()).toEqual([task!.publicId]);
+    const throughLine = await schedulerState();
+    // At once: the slot is idle when it is submitted.
+    await redis.flushdb();
+    s = scheduler(100);
+    await new Slots(s, 2).join();
+    const placed = await s.submitAndPlace(KIND, [task!]);
+    expect(placed).toEqual({ joined: 1, positions: new Map([[task!.publicId, { state: 'ready', ahead: 0, heldByCap: false }]]) });
+    expect(await waitingIds()).toEqual([task!.publicId]);
+    expect(await schedulerState()).toEqual(throughLine);
+  });
+
   it('releases nothing without an idle worker slot, and one task per idle slot', async () => {
     const s = scheduler(100);
     await s.submit(KIND, tasks('acctA', 5));

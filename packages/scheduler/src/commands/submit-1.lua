@@ -14,15 +14,40 @@
 
 local kind = args[1]
 local joined = 0
-for i = 2, #args, 8 do
-  local id = args[i]
-  if not decode(rcall('HGET', TASKS, id)) then
-    move(id, record(kind, args[i + 1], args[i + 2], args[i + 3], args[i + 4], args[i + 5], args[i + 6], args[i + 7]), 'p')
-    joined = joined + 1
-  end
+
+-- A lone new task whose turn it would be at once goes straight to ready: its kind has an idle slot
+-- that no ready task holds, no account waits in the kind, its account has nothing pending in it and
+-- is under its cap, and it is not past its deadline. Joining its line and being released by
+-- release() ends in the same state; this way the lines, groups and placements it would enter and
+-- leave in the same call are not written (about half the commands of a creation at light load).
+-- Nothing else can be released by it (no account waits), so release() is not called after it.
+local function releasedAtOnce()
+  if #args ~= 9 or not isKind(kind) then return false end
+  local id = args[2]
+  if rcall('HGET', TASKS, id) then return false end
+  if demand(kind) <= 0 or rcall('ZCARD', eligibleKey(kind)) > 0 then return false end
+  local r = record(kind, args[3], args[4], args[5], args[6], args[7], args[8], args[9])
+  if runningOf(r.acct) >= capOf(r.acct) or rcall('EXISTS', lineKey(kind, r.acct)) == 1 then return false end
+  if r.deadline > 0 and NOW >= r.deadline + DEADLINE_MARGIN_MS then return false end
+  r.n = r.n + 1
+  move(id, r, 'r')
+  out(r, id)
+  joined = 1
+  return true
 end
+
+-- Retries due go first: they never left service.
 promote()
-release(kind)
+if not releasedAtOnce() then
+  for i = 2, #args, 8 do
+    local id = args[i]
+    if not decode(rcall('HGET', TASKS, id)) then
+      move(id, record(kind, args[i + 1], args[i + 2], args[i + 3], args[i + 4], args[i + 5], args[i + 6], args[i + 7]), 'p')
+      joined = joined + 1
+    end
+  end
+  release(kind)
+end
 local positions = {}
 for i = 2, #args, 8 do
   local id = args[i]
