@@ -115,7 +115,7 @@ describe('fair scheduler', () => {
     for (const key of (await redis.keys('taskapi:{sched}:*')).sort()) {
       if (key.endsWith(':workers')) continue;
       const type = await redis.type(key);
-      state[key] = type === 'hash' ? await redis.hgetall(key) : type === 'zset' ? await redis.zrange(key, 0, -1, 'WITHSCORES') : await redis.get(key);
+      state[key] = type === 'hash' ? await redis.hgetall(key) : type === 'zset' ? await redis.zrange(key, '0', '-1', 'WITHSCORES') : await redis.get(key);
     }
     return state;
   }
