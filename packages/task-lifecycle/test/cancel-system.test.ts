@@ -2,7 +2,8 @@
 // a crash before each; the result is always status 40, one refund, no webhook, no place held, and
 // a prediction the task left noted for a worker to cancel.
 import { TaskStatus } from '@taskapi/domain';
-import { TaskRows } from '../src';
+import { waitFor } from '@taskapi/testing';
+import { StatusMarkers, TaskRows } from '../src';
 import { crashAt, faultAt, Harness, KIND, type FaultSwitch } from './support/harness';
 
 let h: Harness;
@@ -62,6 +63,9 @@ it('keeps the progress a running task had reached', async () => {
   const started = await runs.start({ kind: KIND, publicId, release: job.data.release ?? 1, accountId: job.data.account_id });
   if (!('run' in started)) throw new Error('not started');
   started.run.progress.report(0.37);
+  // Written a tenth of a second into the run (a shorter run writes none; progress-throttle.test.ts).
+  const markers = new StatusMarkers(h.api.deps.redis);
+  await waitFor(async () => (await markers.storedProgress(h.account.id, publicId)) === '0.37', { what: 'the progress written' });
   await started.run.progress.stop();
   await lifecycle.cancels.cancel(h.account.id, publicId);
   const row = await h.api.deps.db.pool.query<{ progress: number }>('SELECT progress FROM tasks WHERE public_id = $1', [publicId]);
