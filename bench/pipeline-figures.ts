@@ -47,7 +47,10 @@ const FLOOR = path.join(ROOT, 'bench/floor-pipeline.ts');
 
 function startFloorProcess(role: 'api' | 'worker' | 'dispatcher', env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   // One process per role (tsx as a loader, not its CLI's parent process): its CPU time is its own.
-  return startProcess([process.execPath, ['--import', 'tsx', FLOOR, role]], env, new RegExp(`floor ${role} ready (\\d+)`));
+  // With BENCH_CPU_PROF_DIR set, each writes a CPU profile there when it stops, as the services do.
+  const dir = process.env.BENCH_CPU_PROF_DIR;
+  const profile = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=floor-${role}-${Date.now()}.cpuprofile`] : [];
+  return startProcess([process.execPath, [...profile, '--import', 'tsx', FLOOR, role]], env, new RegExp(`floor ${role} ready (\\d+)`));
 }
 
 /**
@@ -99,6 +102,8 @@ async function roundTrips(pool: pg.Pool, redis: Redis | undefined): Promise<{ tr
 
 /** Concurrent creators in a pipeline run, and each worker process's concurrency. */
 const CREATORS = 16;
+/** Tasks each run sends through before it measures. */
+const WARM_UP_TASKS = 16;
 const WORKER_CONCURRENCY = 4;
 
 /** The floor's dispatchers take as many deliveries at once as the platform's do by default (DISPATCHER_CONCURRENCY). */
@@ -276,6 +281,13 @@ export async function pipelineRun(ctx: PipelineContext, opts: { workers: number;
   try {
     const route = `/pipeline-${stack}-${opts.workers}w-${opts.dispatchers}d-${Date.now()}`;
     const createdAt = new Map<string, number>();
+    // Warm-up: the processes' first tasks load modules, compile and open connections; that is
+    // not a task's cost, so it is spent before the measurement starts.
+    const warmRoute = `${route}-warm-up`;
+    await Promise.all(Array.from({ length: WARM_UP_TASKS }, (_, i) => createTask(ctx, stack, `warm-up ${i}`, ctx.receiver.url(warmRoute))));
+    await ctx.receiver.waitFor(warmRoute, WARM_UP_TASKS, 60_000);
+    maxTaskQueue = 0;
+    maxWebhookQueue = 0;
     const servers = await serverPids(ctx.pool, sampler);
     const serverCpu = () => ({ postgres: servers.postgres ? treeCpuMs(servers.postgres) : NaN, redis: servers.redis ? cpuMs(servers.redis) : NaN });
     const cpuBefore = { api: cpuMs(apiPid), workers: cpuOf(services.workers), dispatchers: cpuOf(services.dispatchers), ...serverCpu() };
