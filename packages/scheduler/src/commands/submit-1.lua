@@ -25,7 +25,7 @@ local function releasedAtOnce()
   if #args ~= 9 or not isKind(kind) then return false end
   local id = args[2]
   if rcall('HGET', TASKS, id) then return false end
-  if demand(kind) <= 0 or rcall('ZCARD', eligibleKey(kind)) > 0 then return false end
+  if rcall('ZCARD', eligibleKey(kind)) > 0 or demand(kind) <= 0 then return false end
   local r = record(kind, args[3], args[4], args[5], args[6], args[7], args[8], args[9])
   if runningOf(r.acct) >= capOf(r.acct) or rcall('EXISTS', lineKey(kind, r.acct)) == 1 then return false end
   if r.deadline > 0 and NOW >= r.deadline + DEADLINE_MARGIN_MS then return false end

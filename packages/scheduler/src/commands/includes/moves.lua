@@ -185,12 +185,17 @@ end
 -- Releases the kind's next tasks by the fair rule while an idle slot of the kind has none: the
 -- account whose turn it is (eligible's first), then within it the fairness group whose turn it is.
 local function release(kind)
+  -- The account whose turn it is first: when nobody waits in the kind (a drained queue, every end
+  -- at light load), the idle slots need not be counted.
+  local top = rcall('ZRANGE', eligibleKey(kind), 0, 0)
+  if #top == 0 then return end
   local want = demand(kind)
   for _ = 1, 1000 do
     if want <= 0 then return end
-    local top = rcall('ZRANGE', eligibleKey(kind), 0, 0)
+    top = top or rcall('ZRANGE', eligibleKey(kind), 0, 0)
     if #top == 0 then return end
     local acct = top[1]
+    top = nil
     local line = lineKey(kind, acct)
     local head = rcall('ZRANGE', line, 0, 0)
     local hr = head[1] and decode(rcall('HGET', TASKS, head[1]))
