@@ -42,6 +42,11 @@ export interface FairnessFigures {
   cpu: Record<Mode, Cpu>;
   /** Median over the 100-account rounds of fair's CPU per task minus FIFO's (all four processes), ms. */
   fairCostMs: number;
+  /**
+   * Per mode, medians over the 100-account rounds of PostgreSQL transactions per task (the bench's
+   * own polling for the last finish included) and Redis commands per task (the server's, of every database).
+   */
+  trips: Record<Mode, Trips>;
   /** B's wait to start behind A's burst, and A's median run time, per mode (ms). */
   wait: Record<Mode, { bWaitMs: number; runMs: number; burst: number }>;
 }
@@ -54,6 +59,22 @@ interface Cpu {
   worker: number;
   postgres: number;
   redis: number;
+}
+
+/** PostgreSQL transactions and Redis commands per task of a run. */
+interface Trips {
+  transactions: number;
+  redisCommands: number;
+}
+
+async function tripCounts(pool: pg.Pool, redisUrl: string): Promise<Trips> {
+  const { rows } = await pool.query<{ n: string }>('SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = current_database()');
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    return { transactions: Number(rows[0]!.n), redisCommands: Number(/^total_commands_processed:(\d+)/m.exec(await redis.info('stats'))?.[1] ?? NaN) };
+  } finally {
+    redis.disconnect();
+  }
 }
 
 const cpuSum = (c: Cpu) => c.api + c.worker + (Number.isNaN(c.postgres) ? 0 : c.postgres) + c.redis;
@@ -115,8 +136,9 @@ async function waitForCompletion(pool: pg.Pool, ids: string[]): Promise<void> {
 }
 
 /** Tasks/s from the first creation to the last finish (both by the database's clock), and CPU ms per task. */
-async function pipeline(ctx: FairnessContext, mode: Running, keys: string[], n: number, redisUrl: string): Promise<{ tasksPerSecond: number; cpu: Cpu }> {
+async function pipeline(ctx: FairnessContext, mode: Running, keys: string[], n: number, redisUrl: string): Promise<{ tasksPerSecond: number; cpu: Cpu; trips: Trips }> {
   const base = mode.base;
+  const tripsBefore = await tripCounts(ctx.pool, redisUrl);
   const postgres = () => (ctx.postgresPid === undefined ? NaN : treeCpuMs(ctx.postgresPid));
   const before = { api: cpuMs(mode.api.pid!), worker: cpuMs(mode.worker.pid!), postgres: postgres(), redis: await redisCpuMs(redisUrl) };
   const ids: string[] = [];
@@ -140,7 +162,11 @@ async function pipeline(ctx: FairnessContext, mode: Running, keys: string[], n: 
     postgres: (postgres() - before.postgres) / n,
     redis: ((await redisCpuMs(redisUrl)) - before.redis) / n,
   };
-  return { tasksPerSecond: n / rows[0]!.seconds, cpu };
+  // PostgreSQL publishes a backend's counters when it goes idle, at most once a second.
+  await new Promise((r) => setTimeout(r, 1_100));
+  const tripsAfter = await tripCounts(ctx.pool, redisUrl);
+  const trips = { transactions: (tripsAfter.transactions - tripsBefore.transactions) / n, redisCommands: (tripsAfter.redisCommands - tripsBefore.redisCommands) / n };
+  return { tasksPerSecond: n / rows[0]!.seconds, cpu, trips };
 }
 
 /** A's burst, then B's one task: B's wait to start and A's median run time (ms). */
@@ -175,6 +201,7 @@ export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: numbe
   const perMode = <T>(f: () => T) => Object.fromEntries(MODES.map((m) => [m, f()])) as Record<Mode, T>;
   const tasksPerSecond = { one: perMode(() => [] as number[]), many: perMode(() => [] as number[]) };
   const cpu = perMode(() => [] as Cpu[]);
+  const trips = perMode(() => [] as Trips[]);
   const wait = {} as FairnessFigures['wait'];
   const running = {} as Record<Mode, Running>;
   try {
@@ -188,6 +215,7 @@ export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: numbe
         const many = await run(m, ctx.keys, opts.tasks);
         tasksPerSecond.many[m].push(many.tasksPerSecond);
         cpu[m].push(many.cpu);
+        trips[m].push(many.trips);
       }
     }
     for (const m of MODES) wait[m] = await burstWait(ctx, running[m].base, opts.burst);
@@ -208,6 +236,7 @@ export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: numbe
     overheadMany: overhead(tasksPerSecond.many),
     cpu: perModeOf((m) => cpuOf(cpu[m])),
     fairCostMs: median(cpu.fair.map((fair, i) => cpuSum(fair) - cpuSum(cpu.fifo[i]!))),
+    trips: perModeOf((m) => ({ transactions: median(trips[m].map((t) => t.transactions)), redisCommands: median(trips[m].map((t) => t.redisCommands)) })),
     wait,
   };
 }

@@ -8,14 +8,19 @@
 //      the hot statements on the large database.
 //   2. Authenticated + rate-limited GET /api/tasks/{id} and task creation at 50 connections against
 //      a bare Express hello-world route (same Node, same Express).
-//   3. Creation at light load (one connection, one request at a time), next to the bare route's.
-//   4. Creation → signed webhook received at light load (64×64 image, one worker, one dispatcher).
+//   3. Creation at light load (one connection, one request at a time), next to the bare route's and
+//      the floor's (bench/floor-pipeline.ts: the least this design can do per task).
+//   4. Creation → signed webhook received at light load (64×64 image, one worker, one dispatcher),
+//      next to the floor pipeline's.
 //   5. Pipeline scaling: a burst of image tasks with 1, 2 and 4 worker processes and 1 or 2
-//      dispatchers: tasks/s, time per stage, queue depths, the stage that saturates first.
+//      dispatchers: tasks/s, time per stage, queue depths, the stage that saturates first; then
+//      CPU per task of every process (API, worker, dispatcher, PostgreSQL, Redis) against the
+//      floor's, in a burst and at 50 tasks/s, interleaved rounds.
 //   6. Dispatcher deliveries/s against a raw undici HTTPS POST + HMAC loop (same concurrency,
 //      bodies and receiver).
-//   7. Fair scheduling (fairness-figures.ts): pipeline tasks/s from one account and from 100 against
-//      first in, first out in the same run, and an account's wait behind another's burst.
+//   7. Fair scheduling (fairness-figures.ts): pipeline tasks/s and CPU per task from one account and
+//      from 100 against first in, first out in the same run, and an account's wait behind another's
+//      burst.
 //   8. With BENCH_REDIS_CLUSTER=1: read and pipeline again on a local 3-master Redis Cluster.
 //   9. Runtime: start-to-ready of each service built vs. through tsx, a worker's SIGTERM-to-exit
 //      mid-video, and the API's resident memory (VmRSS) after all of the above.
@@ -842,7 +847,8 @@ async function main(): Promise<void> {
       const cpu = (m: FairnessMode) => [f.cpu[m].api, f.cpu[m].worker, f.cpu[m].postgres, f.cpu[m].redis].map((x) => x.toFixed(2)).join('/');
       console.log(
         `   CPU ms per task (API/worker/PostgreSQL server/Redis server, 100 accounts, medians): FIFO ${cpu('fifo')}, fair ${cpu('fair')}; ` +
-          `fair costs ${f.fairCostMs.toFixed(2)} ms per task more (median of the rounds' differences).`,
+          `fair costs ${f.fairCostMs.toFixed(2)} ms per task more (median of the rounds' differences); per task PostgreSQL transactions ` +
+          `(the bench's polling included) FIFO ${f.trips.fifo.transactions.toFixed(1)}, fair ${f.trips.fair.transactions.toFixed(1)}; Redis commands FIFO ${f.trips.fifo.redisCommands.toFixed(0)}, fair ${f.trips.fair.redisCommands.toFixed(0)}.`,
       );
       for (const m of ['fifo', 'fair'] as const) {
         const w = f.wait[m];
