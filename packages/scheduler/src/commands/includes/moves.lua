@@ -228,7 +228,8 @@ local function release(kind)
         -- grouped now, stale entries dropped.
         regroup(kind, acct)
       else
-        local r = decode(rcall('HGET', TASKS, id))
+        -- Mostly the head of its account's line itself (one group, no priorities): read once.
+        local r = id == head[1] and hr or decode(rcall('HGET', TASKS, id))
         if r and r.state == 'p' and r.kind == kind and r.acct == acct and r.group ~= g then
           -- A stale entry in another group's line: moved to its own group, its place kept.
           rcall('ZREM', groupLineKey(kind, acct, g), member)
