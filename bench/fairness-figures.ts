@@ -12,6 +12,7 @@ import type { ChildProcess } from 'node:child_process';
 import type pg from 'pg';
 import { Redis } from 'ioredis';
 import { claimRedisDb, freePort } from '@taskapi/testing';
+import { roundTrips } from './pipeline-figures';
 import { startApi, startBuilt, stop } from './processes';
 import { cpuMs, treeCpuMs } from './runtime-figures';
 import { median } from './stats';
@@ -54,7 +55,7 @@ export interface FairnessFigures {
 const CREATORS = 16;
 const CONCURRENCY = 4;
 
-interface Cpu {
+export interface Cpu {
   api: number;
   worker: number;
   postgres: number;
@@ -68,16 +69,17 @@ interface Trips {
 }
 
 async function tripCounts(pool: pg.Pool, redisUrl: string): Promise<Trips> {
-  const { rows } = await pool.query<{ n: string }>('SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = current_database()');
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   try {
-    return { transactions: Number(rows[0]!.n), redisCommands: Number(/^total_commands_processed:(\d+)/m.exec(await redis.info('stats'))?.[1] ?? NaN) };
+    const { transactions, redisCommands } = await roundTrips(pool, redis);
+    return { transactions, redisCommands };
   } finally {
     redis.disconnect();
   }
 }
 
-const cpuSum = (c: Cpu) => c.api + c.worker + (Number.isNaN(c.postgres) ? 0 : c.postgres) + c.redis;
+/** CPU ms per task of the four processes (PostgreSQL left out where the bench cannot see it). */
+export const cpuSum = (c: Cpu) => c.api + c.worker + (Number.isNaN(c.postgres) ? 0 : c.postgres) + c.redis;
 
 interface Running {
   base: string;

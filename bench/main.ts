@@ -52,7 +52,7 @@ import { createKey } from '../services/api/src/domain/api-keys';
 import { createRepositories } from '../services/api/src/repositories';
 import { cogFigures, type CogFigures } from './cog-figures';
 import { dispatcherFigures } from './dispatcher-figures';
-import { fairnessFigures, type Mode as FairnessMode } from './fairness-figures';
+import { cpuSum, fairnessFigures, type Mode as FairnessMode } from './fairness-figures';
 import { hotStatementPlans, middleTaskOf, seedTasks } from './large-database';
 import { cpuTotal, lightWebhookLatency, pipelineRun, runMedians, serverPids, startFloor, type FloorApi, type PipelineContext, type PipelineRun, type RunMedians, type Stack } from './pipeline-figures';
 import { ROOT, startApi, startProcess, stop } from './processes';
@@ -580,7 +580,7 @@ async function main(): Promise<void> {
           `the floor's creation (bench/floor-pipeline.ts: node:http, one statement, one job) p50 ${light.floorCreateP50.toFixed(2)} ms.`,
       );
       console.log(`(${elapsed()})`);
-      targets.push({ ...floorTarget('create-light-p50', light.createP50, light.floorCreateP50, 3), shown: `${light.createP50.toFixed(2)} ms (the floor ${light.floorCreateP50.toFixed(2)} ms)` });
+      targets.push(floorTarget('create-light-p50', light.createP50, light.floorCreateP50, 3, 2));
     }
     // 12. Batch creation against single creations.
     if (runs('batch')) {
@@ -783,12 +783,14 @@ async function main(): Promise<void> {
       // a steady 50 tasks a second (which both keep up with): rounds interleaved, order turning.
       const vsFloor = await floorComparison(ctx);
       printFloorComparison(vsFloor);
-      const ratios = (['burst', 'steady'] as const).map((load) => ({ load, platform: vsFloor[load].platform.total, floor: vsFloor[load].floor.total }));
-      const worst = ratios.reduce((a, b) => (b.platform / b.floor > a.platform / a.floor ? b : a));
-      pipelineCpuPerTask = vsFloor.burst.platform.total;
+      // The goal is at saturation (a burst); the steady rate's multiple is printed beside it.
+      const { burst, steady } = vsFloor;
+      pipelineCpuPerTask = burst.platform.total;
       targets.push({
-        ...floorTarget('pipeline-cpu-per-task', worst.platform, worst.floor, 2),
-        shown: `${worst.platform.toFixed(1)} ms per task (${worst.load === 'burst' ? 'in a burst' : `at ${STEADY_TASKS_PER_SECOND}/s`}; the floor ${worst.floor.toFixed(1)} ms)`,
+        ...floorTarget('pipeline-cpu-per-task', burst.platform.total, burst.floor.total, 2),
+        shown:
+          `${burst.platform.total.toFixed(1)} ms per task in a burst (the floor ${burst.floor.total.toFixed(1)} ms; ` +
+          `at ${STEADY_TASKS_PER_SECOND}/s ${(steady.platform.total / steady.floor.total).toFixed(2)}×)`,
       });
       console.log(`(${elapsed()})`);
     }
@@ -863,7 +865,7 @@ async function main(): Promise<void> {
         // without section 5, of these runs' own (fair, without dispatch: a larger share).
         {
           name: 'fairness-cpu-per-task',
-          measured: (100 * f.fairCostMs) / (Number.isNaN(pipelineCpuPerTask) ? f.cpu.fair.api + f.cpu.fair.worker + f.cpu.fair.postgres + f.cpu.fair.redis : pipelineCpuPerTask),
+          measured: (100 * f.fairCostMs) / (Number.isNaN(pipelineCpuPerTask) ? cpuSum(f.cpu.fair) : pipelineCpuPerTask),
           comparison: '<=',
           goal: 5,
           unit: ' %',

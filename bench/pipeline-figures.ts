@@ -90,7 +90,7 @@ export async function serverPids(pool: pg.Pool, redis: Redis | undefined): Promi
 }
 
 /** The bench database's transactions so far, and the Redis server's commands (NaN without a sampler connection). */
-async function roundTrips(pool: pg.Pool, redis: Redis | undefined): Promise<{ transactions: number; redisCommands: number; byCommand: Map<string, number> }> {
+export async function roundTrips(pool: pg.Pool, redis: Redis | undefined): Promise<{ transactions: number; redisCommands: number; byCommand: Map<string, number> }> {
   const { rows } = await pool.query<{ n: string }>('SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = current_database()');
   const info = redis ? await redis.info('stats') : '';
   const commands = /^total_commands_processed:(\d+)/m.exec(info)?.[1];

@@ -52,7 +52,10 @@ export function formatTarget(t: Target): string {
   return `target ${t.name}: ${measured} ${t.comparison} ${t.goal}${t.unit} ${verdict}`;
 }
 
-/** A figure of the platform as a multiple of the floor's in the same run (goal: at most `goal` times). */
-export function floorTarget(name: string, value: number, floor: number, goal: number, unit = ' ms'): Target {
-  return { name, measured: value / floor, comparison: '<=', goal, unit: '×', decimals: 2, shown: `${value.toFixed(unit === ' ms' ? 1 : 2)}${unit} (the floor ${floor.toFixed(1)}${unit})`, of: ' the floor' };
+/**
+ * A figure of the platform (ms) as a multiple of the floor's in the same run (goal: at most `goal`
+ * times); both printed with `digits` decimals.
+ */
+export function floorTarget(name: string, value: number, floor: number, goal: number, digits = 1): Target {
+  return { name, measured: value / floor, comparison: '<=', goal, unit: '×', decimals: 2, shown: `${value.toFixed(digits)} ms (the floor ${floor.toFixed(digits)} ms)`, of: ' the floor' };
 }
