@@ -23,6 +23,11 @@ export interface PredictionRecord {
   puts: number;
   /** The `traceparent` header of the request that created it, if any. */
   traceparent: string | undefined;
+  /**
+   * Each webhook the throttle let through, when it did (sends go out one after another, so a
+   * receiver's arrival times can be closer together than these).
+   */
+  webhooks: Array<{ event: WebhookEvent; at: number }>;
 }
 
 /** An in-flight prediction with what the service knows of it beside its state. */
@@ -82,8 +87,6 @@ export class PredictionService {
     const admission = this.health.admission(this.freeSlots);
     if (admission !== 'ready') return { refused: admission };
     const { webhook } = opts;
-    const sender = webhook && new WebhookSender(webhook.url, new Set(webhook.events), webhook.trace, this.opts.webhooks, this.stop.signal);
-    const prediction = new Prediction(id, sender, this.opts.historyCapacity);
     const record: PredictionRecord = {
       id,
       input,
@@ -94,7 +97,14 @@ export class PredictionService {
       cancelRequested: false,
       puts: opts.byPut ? 1 : 0,
       traceparent: opts.traceparent,
+      webhooks: [],
     };
+    const sender =
+      webhook &&
+      new WebhookSender(webhook.url, new Set(webhook.events), webhook.trace, this.opts.webhooks, this.stop.signal, (event) =>
+        record.webhooks.push({ event, at: Date.now() }),
+      );
+    const prediction = new Prediction(id, sender, this.opts.historyCapacity);
     const entry: InFlight = { prediction, record, cancelOnStreamDrop: opts.forStream };
     this.busySlots++;
     this.inFlight.set(id, entry);
@@ -122,7 +132,7 @@ export class PredictionService {
   }
 
   recorded(): PredictionRecord[] {
-    return this.records.map((r) => ({ ...r }));
+    return this.records.map((r) => ({ ...r, webhooks: [...r.webhooks] }));
   }
 
   putRequests(): Record<string, number> {

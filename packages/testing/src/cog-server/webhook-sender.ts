@@ -60,6 +60,8 @@ export class WebhookSender {
     private readonly settings: WebhookSettings,
     /** Aborts pending sends and retries when the server closes (a killed container sends nothing more). */
     private readonly stop: AbortSignal,
+    /** Told of each webhook the filter and the throttle let through, as it is queued. */
+    private readonly accepted: (event: WebhookEvent) => void = () => undefined,
   ) {}
 
   /** A non-terminal update: sent once, not retried; dropped when filtered out or throttled. */
@@ -68,6 +70,7 @@ export class WebhookSender {
     const now = performance.now();
     if (event !== 'output' && now - this.lastSent < this.settings.throttleMs) return;
     this.lastSent = now;
+    this.accepted(event);
     const body = JSON.stringify(payload);
     this.enqueue(async () => {
       await this.post(body).catch(() => undefined); // fire and forget, as coglet's non-terminal sends
@@ -77,6 +80,7 @@ export class WebhookSender {
   /** The terminal update: retried on 429/5xx and connection errors, up to `maxRetries` times. */
   sendTerminal(payload: unknown): void {
     if (!this.events.has('completed')) return;
+    this.accepted('completed');
     const body = JSON.stringify(payload);
     this.enqueue(async () => {
       for (let attempt = 0; ; ) {
