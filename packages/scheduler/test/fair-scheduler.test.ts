@@ -139,6 +139,32 @@ describe('fair scheduler', () => {
     expect(await schedulerState()).toEqual(throughLine);
   });
 
+  it("a run's end that carries its own start (left out of the call) leaves the state its start reported first leaves", async () => {
+    // Caps of 1 make each start and end cross an account's cap (placed again in every kind).
+    const ofKind = [...tasks('acctA', 3, 'a'), ...tasks('acctB', 2, 'b')];
+    const ofOther = tasks('acctA', 1, 'o');
+    const scenario = async (startsFirst: boolean) => {
+      await redis.flushdb();
+      const s = scheduler(1);
+      const worker = await new Slots(s, 2).join();
+      await s.submit(KIND, ofKind);
+      await s.submit(OTHER, ofOther);
+      const states: Array<{ waiting: Array<string | undefined>; state: Record<string, unknown> }> = [];
+      for (let round = 0; round < 3; round++) {
+        const runs = [await worker.take(), await worker.take(), await worker.take(OTHER)].filter((r) => r !== undefined);
+        if (startsFirst) await worker.join();
+        for (const run of runs) await worker.finish(run);
+        states.push({ waiting: [...(await waitingIds()), ...(await waitingIds(OTHER))], state: await schedulerState() });
+      }
+      return states;
+    };
+    const along = await scenario(false);
+    const first = await scenario(true);
+    expect(along).toEqual(first);
+    // Each end frees its account's cap: the kinds are released for in their order, the other kind's first.
+    expect(along.map((s) => s.waiting)).toEqual([['task_b1', 'task_o0'], ['task_a1'], ['task_a2']]);
+  });
+
   it('releases nothing without an idle worker slot, and one task per idle slot', async () => {
     const s = scheduler(100);
     await s.submit(KIND, tasks('acctA', 5));

@@ -40,13 +40,14 @@ local function demand(kind)
 end
 
 -- Puts an account where it belongs for one kind: eligible, held by its cap, or neither (no line).
-local function place(kind, acct, running, cap)
+-- mine: its in-service tasks of the kind when the caller has just counted them (read otherwise).
+local function place(kind, acct, running, cap, mine)
   local head = rcall('ZRANGE', lineKey(kind, acct), 0, 0, 'WITHSCORES')
   if #head == 0 then
     rcall('ZREM', eligibleKey(kind), acct)
     rcall('ZREM', heldKey(kind), acct)
   elseif running < cap then
-    local mine = math.min(tonumber(rcall('HGET', runningKindKey(kind), acct)) or 0, 16383)
+    mine = math.min(mine or tonumber(rcall('HGET', runningKindKey(kind), acct)) or 0, 16383)
     rcall('ZADD', eligibleKey(kind), num(mine * SHIFT + math.min(tonumber(head[2]), MAX_ORDER)), acct)
     rcall('ZREM', heldKey(kind), acct)
   else
@@ -60,14 +61,15 @@ local function placeAll(acct)
 end
 
 -- Puts a fairness group where it belongs in its account's groups of a kind: by its in-service
--- tasks of the kind, then its head's effective time; out when it has no pending task.
-local function placeGroup(kind, acct, g)
+-- tasks of the kind, then its head's effective time; out when it has no pending task. mine: as
+-- place's, the group's in-service tasks of the kind.
+local function placeGroup(kind, acct, g, mine)
   local head = rcall('ZRANGE', groupLineKey(kind, acct, g), 0, 0, 'WITHSCORES')
   if #head == 0 then
     rcall('ZREM', groupsKey(kind, acct), g)
     return
   end
-  local mine = math.min(tonumber(rcall('HGET', groupRunningKey(kind, acct), g)) or 0, 16383)
+  mine = math.min(mine or tonumber(rcall('HGET', groupRunningKey(kind, acct), g)) or 0, 16383)
   local at = math.max(0, math.min(tonumber(head[2]) - EFFECTIVE_EPOCH, MAX_ORDER))
   rcall('ZADD', groupsKey(kind, acct), num(mine * SHIFT + at), g)
 end
@@ -119,30 +121,32 @@ local function move(id, r, to, due)
   end
   dirty[r.kind] = true
   local before, after = counted(from), counted(to)
+  -- The group's in-service tasks of the kind, when counted here (placeGroup reads it otherwise).
+  local groupCount = nil
   if before ~= after then
     local d = after and 1 or -1
     local cap = capOf(r.acct)
     local running = rcall('HINCRBY', RUNNING, r.acct, d)
     if running <= 0 then rcall('HDEL', RUNNING, r.acct) end
     runnings[r.acct] = math.max(running, 0)
-    hincr(runningKindKey(r.kind), r.acct, d)
-    hincr(groupRunningKey(r.kind, r.acct), r.group, d)
+    local kindCount = hincr(runningKindKey(r.kind), r.acct, d)
+    groupCount = hincr(groupRunningKey(r.kind, r.acct), r.group, d)
     groupMoved = true
     if after then rcall('ZADD', inserviceKey(r.kind), num(r.created), id) else rcall('ZREM', inserviceKey(r.kind), id) end
     -- Crossing the cap moves the account in every kind; otherwise only this kind's score changed.
     if (running - d < cap) ~= (running < cap) then
       for _, kind in ipairs(KINDS) do
-        place(kind, r.acct, running, cap)
+        place(kind, r.acct, running, cap, kind == r.kind and kindCount or nil)
         dirty[kind] = true
       end
     else
-      place(r.kind, r.acct, running, cap)
+      place(r.kind, r.acct, running, cap, kindCount)
     end
   elseif (from == 'p' or to == 'p') and not sameHead then
     if deferred then deferPlace(r.kind, r.acct) else place(r.kind, r.acct, runningOf(r.acct), capOf(r.acct)) end
   end
   if groupMoved then
-    if deferred then deferPlace(r.kind, r.acct, r.group) else placeGroup(r.kind, r.acct, r.group) end
+    if deferred then deferPlace(r.kind, r.acct, r.group) else placeGroup(r.kind, r.acct, r.group, groupCount) end
   end
 end
 
@@ -217,12 +221,15 @@ local function release(kind)
       place(kind, acct, runningOf(acct), capOf(acct))
     else
       -- The account's oldest task in its group's line first: one recorded by the previous release
-      -- (no group line) joins its group as it comes to the head, so it keeps its place.
-      if not rcall('ZSCORE', groupLineKey(kind, acct, hr.group), groupMember(head[1], hr)) then
+      -- (no group line) joins its group as it comes to the head, so it keeps its place. When the
+      -- group whose turn it is starts with it, it is in its group's line already (mostly: one group,
+      -- no priorities), so that is only looked at otherwise.
+      local id, g, member = nextOf(kind, acct)
+      if id ~= head[1] and not rcall('ZSCORE', groupLineKey(kind, acct, hr.group), groupMember(head[1], hr)) then
         rcall('ZADD', groupLineKey(kind, acct, hr.group), num(hr.effective), groupMember(head[1], hr))
         placeGroup(kind, acct, hr.group)
+        id, g, member = nextOf(kind, acct)
       end
-      local id, g, member = nextOf(kind, acct)
       if not id then
         -- Pending tasks in its line but in no group's line (recorded by the previous release):
         -- grouped now, stale entries dropped.

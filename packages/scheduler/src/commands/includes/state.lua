@@ -114,7 +114,11 @@ local function runningOf(acct)
   if runnings[acct] == nil then runnings[acct] = tonumber(rcall('HGET', RUNNING, acct)) or 0 end
   return runnings[acct]
 end
+-- Adds d to a count (a field at zero or below goes) and returns the count.
 local function hincr(key, field, d)
-  if rcall('HINCRBY', key, field, d) <= 0 then rcall('HDEL', key, field) end
+  local n = rcall('HINCRBY', key, field, d)
+  if n > 0 then return n end
+  rcall('HDEL', key, field)
+  return 0
 end
 local function counted(s) return s == 'r' or s == 'a' or s == 'd' end
