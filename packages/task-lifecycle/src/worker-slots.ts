@@ -19,6 +19,14 @@ export class WorkerSlots {
   readonly workerId = `${os.hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
   private readonly pending = new Map<string, TaskRunRef>();
   private readonly reported = new Map<string, TaskRunRef>();
+  /**
+   * Runs whose end a call is telling the scheduler. From that call on the scheduler gives their
+   * slots to the next tasks (released, they hold the slots until their starts are reported), so
+   * no call counts them as busy, though their jobs end a little later: a report made meanwhile
+   * that counted them would hide an idle slot (with short runs ending together, the next end
+   * released nothing, BullMQ's fetch came back empty and its blocking wait took the next job).
+   */
+  private readonly ending = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private closing = false;
 
@@ -42,8 +50,9 @@ export class WorkerSlots {
 
   /**
    * Makes one call to the scheduler with this worker's report. `ending`: the run this call ends
-   * (its slot counts as idle: BullMQ hands it the next job as the run's job ends). If the call
-   * fails, the starts it carried are reported with the next one.
+   * (its slot counts as idle: BullMQ hands it the next job as the run's job ends), from this call
+   * on, in every call. If the call fails, the starts it carried are reported with the next one,
+   * and the run it was to end counts as busy again.
    */
   send = async (call: (report: WorkerReport) => Promise<void>, ending?: TaskRunRef): Promise<void> => {
     clearTimeout(this.timer);
@@ -51,9 +60,11 @@ export class WorkerSlots {
     const started = [...this.pending.values()];
     for (const run of started) this.reported.set(run.publicId, run);
     this.pending.clear();
+    if (ending) this.ending.add(ending.publicId);
     const idle: IdleSlots = {};
     for (const kind of this.kinds) {
-      const busy = [...this.reported.values()].filter((r) => r.kind === kind && r.publicId !== ending?.publicId).length;
+      let busy = 0;
+      for (const r of this.reported.values()) if (r.kind === kind && !this.ending.has(r.publicId)) busy++;
       idle[kind] = this.closing ? 0 : Math.max(0, Math.min(this.concurrency, this.limitOf(kind)) - busy);
     }
     try {
@@ -65,6 +76,7 @@ export class WorkerSlots {
         if (!this.reported.delete(run.publicId)) continue;
         this.pending.set(run.publicId, run);
       }
+      if (ending) this.ending.delete(ending.publicId);
       throw err;
     }
   };
@@ -73,6 +85,7 @@ export class WorkerSlots {
   ended(run: TaskRunRef): void {
     this.pending.delete(run.publicId);
     this.reported.delete(run.publicId);
+    this.ending.delete(run.publicId);
   }
 
   /** From now on no slot takes work (the worker is stopping). */
