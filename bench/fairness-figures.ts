@@ -48,6 +48,12 @@ export interface FairnessFigures {
    * own polling for the last finish included) and Redis commands per task (the server's, of every database).
    */
   trips: Record<Mode, Trips>;
+  /**
+   * Per mode, the Redis server's µs and calls per task by command (medians over the 100-account
+   * rounds), largest first: a script's µs include the commands it ran, which are listed under
+   * their own names too.
+   */
+  redisByCommand: Record<Mode, ByCommand[]>;
   /** B's wait to start behind A's burst, and A's median run time, per mode (ms). */
   wait: Record<Mode, { bWaitMs: number; runMs: number; burst: number }>;
 }
@@ -68,11 +74,23 @@ interface Trips {
   redisCommands: number;
 }
 
-async function tripCounts(pool: pg.Pool, redisUrl: string): Promise<Trips> {
+/** A run's counters: its trips, and the Redis server's calls and µs so far by command. */
+interface Counters extends Trips {
+  byCommand: Map<string, number>;
+  usecByCommand: Map<string, number>;
+}
+
+export interface ByCommand {
+  name: string;
+  usec: number;
+  calls: number;
+}
+
+async function tripCounts(pool: pg.Pool, redisUrl: string): Promise<Counters> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   try {
-    const { transactions, redisCommands } = await roundTrips(pool, redis);
-    return { transactions, redisCommands };
+    const { transactions, redisCommands, byCommand, usecByCommand } = await roundTrips(pool, redis);
+    return { transactions, redisCommands, byCommand, usecByCommand };
   } finally {
     redis.disconnect();
   }
@@ -138,7 +156,13 @@ async function waitForCompletion(pool: pg.Pool, ids: string[]): Promise<void> {
 }
 
 /** Tasks/s from the first creation to the last finish (both by the database's clock), and CPU ms per task. */
-async function pipeline(ctx: FairnessContext, mode: Running, keys: string[], n: number, redisUrl: string): Promise<{ tasksPerSecond: number; cpu: Cpu; trips: Trips }> {
+async function pipeline(
+  ctx: FairnessContext,
+  mode: Running,
+  keys: string[],
+  n: number,
+  redisUrl: string,
+): Promise<{ tasksPerSecond: number; cpu: Cpu; trips: Trips; redisByCommand: Map<string, ByCommand> }> {
   const base = mode.base;
   const tripsBefore = await tripCounts(ctx.pool, redisUrl);
   const postgres = () => (ctx.postgresPid === undefined ? NaN : treeCpuMs(ctx.postgresPid));
@@ -168,7 +192,14 @@ async function pipeline(ctx: FairnessContext, mode: Running, keys: string[], n: 
   await new Promise((r) => setTimeout(r, 1_100));
   const tripsAfter = await tripCounts(ctx.pool, redisUrl);
   const trips = { transactions: (tripsAfter.transactions - tripsBefore.transactions) / n, redisCommands: (tripsAfter.redisCommands - tripsBefore.redisCommands) / n };
-  return { tasksPerSecond: n / rows[0]!.seconds, cpu, trips };
+  const perTask = (after: Map<string, number>, before: Map<string, number>, name: string) => ((after.get(name) ?? 0) - (before.get(name) ?? 0)) / n;
+  const redisByCommand = new Map(
+    [...tripsAfter.byCommand.keys()].map((name) => [
+      name,
+      { name, usec: perTask(tripsAfter.usecByCommand, tripsBefore.usecByCommand, name), calls: perTask(tripsAfter.byCommand, tripsBefore.byCommand, name) },
+    ]),
+  );
+  return { tasksPerSecond: n / rows[0]!.seconds, cpu, trips, redisByCommand };
 }
 
 /** A's burst, then B's one task: B's wait to start and A's median run time (ms). */
@@ -204,6 +235,7 @@ export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: numbe
   const tasksPerSecond = { one: perMode(() => [] as number[]), many: perMode(() => [] as number[]) };
   const cpu = perMode(() => [] as Cpu[]);
   const trips = perMode(() => [] as Trips[]);
+  const redisByCommand = perMode(() => [] as Array<Map<string, ByCommand>>);
   const wait = {} as FairnessFigures['wait'];
   const running = {} as Record<Mode, Running>;
   try {
@@ -218,6 +250,7 @@ export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: numbe
         tasksPerSecond.many[m].push(many.tasksPerSecond);
         cpu[m].push(many.cpu);
         trips[m].push(many.trips);
+        redisByCommand[m].push(many.redisByCommand);
       }
     }
     for (const m of MODES) wait[m] = await burstWait(ctx, running[m].base, opts.burst);
@@ -239,6 +272,15 @@ export async function fairnessFigures(ctx: FairnessContext, opts: { tasks: numbe
     cpu: perModeOf((m) => cpuOf(cpu[m])),
     fairCostMs: median(cpu.fair.map((fair, i) => cpuSum(fair) - cpuSum(cpu.fifo[i]!))),
     trips: perModeOf((m) => ({ transactions: median(trips[m].map((t) => t.transactions)), redisCommands: median(trips[m].map((t) => t.redisCommands)) })),
+    redisByCommand: perModeOf((m) =>
+      [...new Set(redisByCommand[m].flatMap((r) => [...r.keys()]))]
+        .map((name) => ({
+          name,
+          usec: median(redisByCommand[m].map((r) => r.get(name)?.usec ?? 0)),
+          calls: median(redisByCommand[m].map((r) => r.get(name)?.calls ?? 0)),
+        }))
+        .sort((a, b) => b.usec - a.usec),
+    ),
     wait,
   };
 }

@@ -853,6 +853,13 @@ async function main(): Promise<void> {
           `(the bench's polling included) FIFO ${f.trips.fifo.transactions.toFixed(1)}, fair ${f.trips.fair.transactions.toFixed(1)}; Redis commands FIFO ${f.trips.fifo.redisCommands.toFixed(0)}, fair ${f.trips.fair.redisCommands.toFixed(0)}.`,
       );
       for (const m of ['fifo', 'fair'] as const) {
+        const top = f.redisByCommand[m]
+          .slice(0, 10)
+          .map((c) => `${c.name} ${c.usec.toFixed(1)} (${c.calls.toFixed(2)} calls)`)
+          .join(', ');
+        console.log(`   Redis server µs per task by command, ${m === 'fifo' ? 'FIFO' : 'fair'} (a script's include its commands'): ${top}.`);
+      }
+      for (const m of ['fifo', 'fair'] as const) {
         const w = f.wait[m];
         console.log(
           `   ${m === 'fifo' ? 'FIFO' : 'fair'}: B's one task, created after A's burst of ${w.burst} (512x512), started ${w.bWaitMs.toFixed(0)} ms after its creation ` +

@@ -90,14 +90,22 @@ export async function serverPids(pool: pg.Pool, redis: Redis | undefined): Promi
 }
 
 /** The bench database's transactions so far, and the Redis server's commands (NaN without a sampler connection). */
-export async function roundTrips(pool: pg.Pool, redis: Redis | undefined): Promise<{ transactions: number; redisCommands: number; byCommand: Map<string, number> }> {
+export async function roundTrips(
+  pool: pg.Pool,
+  redis: Redis | undefined,
+): Promise<{ transactions: number; redisCommands: number; byCommand: Map<string, number>; usecByCommand: Map<string, number> }> {
   const { rows } = await pool.query<{ n: string }>('SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = current_database()');
   const info = redis ? await redis.info('stats') : '';
   const commands = /^total_commands_processed:(\d+)/m.exec(info)?.[1];
-  // Calls by command (those a script makes counted under their own names, and the script's too).
+  // Calls and the server's µs by command (those a script makes counted under their own names, and
+  // the script's too: a script's µs include its commands').
   const byCommand = new Map<string, number>();
-  for (const m of (redis ? await redis.info('commandstats') : '').matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) byCommand.set(m[1]!, Number(m[2]));
-  return { transactions: Number(rows[0]!.n), redisCommands: commands === undefined ? NaN : Number(commands), byCommand };
+  const usecByCommand = new Map<string, number>();
+  for (const m of (redis ? await redis.info('commandstats') : '').matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    byCommand.set(m[1]!, Number(m[2]));
+    usecByCommand.set(m[1]!, Number(m[3]));
+  }
+  return { transactions: Number(rows[0]!.n), redisCommands: commands === undefined ? NaN : Number(commands), byCommand, usecByCommand };
 }
 
 /** Concurrent creators in a pipeline run, and each worker process's concurrency. */
