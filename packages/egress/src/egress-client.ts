@@ -1,6 +1,6 @@
 import net from 'node:net';
 import tls, { type ConnectionOptions } from 'node:tls';
-import { Agent, request } from 'undici';
+import type * as Undici from 'undici';
 import { classifyAddress } from './address-policy';
 import { BLOCKED, blockedMessage, checkedLookup, systemResolver, type HostResolver } from './checked-lookup';
 
@@ -125,6 +125,10 @@ export function hostAddress(url: URL): string | null {
  * a deadline on the whole exchange and a cap on the response body read.
  */
 export function createEgressClient(opts: EgressOptions): EgressClient {
+  // undici loads with the first client (the API makes one only when the console sends a test
+  // webhook): its modules are about 3 MB of heap. A require, so the bundle keeps it lazy.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Agent, request } = require('undici') as typeof Undici;
   const agent = new Agent({
     connect: {
       lookup: checkedLookup(opts.resolve ?? systemResolver, opts.allowPrivateNetworks),
