@@ -88,9 +88,10 @@ export class FairScheduler implements TaskScheduler {
   async done(publicId: string, report?: WorkerReport): Promise<void> {
     // The run's own start, when this report is the first to carry it (a short run), is left out:
     // the end takes the task out of whatever state it is in, and the counts and placements come
-    // out the same whether it passed through 'active' first or not (three commands fewer a run).
-    // A corrupt record is forgotten by the end (every index it could be in) instead of being
-    // overwritten by the start first; an unknown task's end answers 'unknown'.
+    // out the same whether it passed through 'active' first or not (two commands fewer a run:
+    // the start's read, ZREM and HSET against the end's own ZREM). A corrupt record is forgotten
+    // by the end (every index it could be in) instead of being overwritten by the start first;
+    // an unknown task's end answers 'unknown'.
     const own = report?.started.some((r) => r.publicId === publicId);
     const sent = own ? { ...report!, started: report!.started.filter((r) => r.publicId !== publicId) } : report;
     await this.settle(await schedulerCommands.done(this.redis, { scope: this.scope, report: sent, publicId }));
