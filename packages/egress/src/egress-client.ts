@@ -125,22 +125,25 @@ export function hostAddress(url: URL): string | null {
  * a deadline on the whole exchange and a cap on the response body read.
  */
 export function createEgressClient(opts: EgressOptions): EgressClient {
-  // undici loads with the first client (the API makes one only when the console sends a test
-  // webhook): its modules are about 3 MB of heap. A require, so the bundle keeps it lazy.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Agent, request } = require('undici') as typeof Undici;
-  const agent = new Agent({
-    connect: {
-      lookup: checkedLookup(opts.resolve ?? systemResolver, opts.allowPrivateNetworks),
-      // One trust store for every connection: built per connection (the default), it was a large
-      // share of each new connection's CPU. Same roots: Node's store, NODE_EXTRA_CA_CERTS, or `ca`.
-      secureContext: tls.createSecureContext({ ...opts.tls }),
-    },
-    // Connections are kept and reused per origin (scheme, host, port), at most this many each;
-    // more requests to one host wait for a free connection, within their own deadline.
-    connections: MAX_CONNECTIONS_PER_HOST,
-    keepAliveTimeout: 4_000,
-  });
+  // One trust store for every connection: built per connection (the default), it was a large
+  // share of each new connection's CPU. Same roots: Node's store, NODE_EXTRA_CA_CERTS, or `ca`.
+  const secureContext = tls.createSecureContext({ ...opts.tls });
+  // undici and the agent come with the first request (the API sends one only when the console
+  // sends a test webhook): undici's modules are about 3 MB of heap. A require, so the bundle
+  // keeps it lazy.
+  let undici: { agent: Undici.Agent; request: typeof Undici.request } | undefined;
+  const connect = () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { Agent, request } = require('undici') as typeof Undici;
+    const agent = new Agent({
+      connect: { lookup: checkedLookup(opts.resolve ?? systemResolver, opts.allowPrivateNetworks), secureContext },
+      // Connections are kept and reused per origin (scheme, host, port), at most this many each;
+      // more requests to one host wait for a free connection, within their own deadline.
+      connections: MAX_CONNECTIONS_PER_HOST,
+      keepAliveTimeout: 4_000,
+    });
+    return { agent, request };
+  };
 
   return {
     async request(req) {
@@ -161,6 +164,7 @@ export function createEgressClient(opts: EgressOptions): EgressClient {
 
       const timeout = AbortSignal.timeout(req.timeoutMs);
       const signal = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
+      const { agent, request } = (undici ??= connect());
       try {
         const res = await request(url, {
           dispatcher: agent,
@@ -190,6 +194,8 @@ export function createEgressClient(opts: EgressOptions): EgressClient {
         throw classify(err, url, timeout.aborted, req.signal?.aborted ?? false);
       }
     },
-    close: () => agent.close(),
+    close: async () => {
+      await undici?.agent.close();
+    },
   };
 }

@@ -5,7 +5,7 @@ import { createFileStore, storeReadiness, type FileStore } from '@taskapi/file-s
 import type { Logger } from '@taskapi/logger';
 import { Batcher, describeRedisProblem, redisReadinessCheck, reportWhileWaitingForRedis, type Periodic, type RedisClient } from '@taskapi/service';
 import type { TlsOptions } from 'node:tls';
-import { createEgressClient, type EgressClient, type EgressOptions } from '@taskapi/egress';
+import { createEgressClient, type EgressClient } from '@taskapi/egress';
 import { closeQueues, createTaskQueues, createWebhookQueue, type TaskQueues, type WebhookQueue } from '@taskapi/queue';
 import type { NewTask, TaskPosition } from '@taskapi/scheduler';
 import { noteCancelledPrediction, e2eSeconds } from '@taskapi/domain';
@@ -106,23 +106,6 @@ export interface ApiDepsOptions {
   apiVersions?: ApiVersions;
 }
 
-/**
- * The egress client, made at the first test webhook the console sends: most API processes never
- * send one, and its first client loads undici (about 3 MB of heap).
- */
-function lazyEgressClient(opts: EgressOptions): EgressClient {
-  let client: EgressClient | undefined;
-  return {
-    request(req) {
-      client ??= createEgressClient(opts);
-      return client.request(req);
-    },
-    async close() {
-      await client?.close();
-    },
-  };
-}
-
 export async function createApiDeps(config: Config, logger: Logger, opts: ApiDepsOptions = {}): Promise<ApiDeps> {
   const store = opts.store ?? createFileStore(config);
   // The bucket (or directory) is the operator's: say clearly at start when it is not usable. The API
@@ -163,7 +146,7 @@ export async function createApiDeps(config: Config, logger: Logger, opts: ApiDep
   const verifier = new ApiKeyVerifier(repos.keys, keyCache, logger);
   const taskQueues = createTaskQueues(queueRedis);
   const webhooks = createWebhookQueue(queueRedis);
-  const egress = lazyEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
+  const egress = createEgressClient({ allowPrivateNetworks: config.webhookAllowPrivateNetworks, tls: opts.egressTls });
   const metrics = createMetrics({
     ...opts,
     queueSignals: queueSignalReader(queueRedis, taskQueues.queues, () => taskLifecycle.queueFigures.load(), logger),
