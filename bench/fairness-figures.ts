@@ -74,23 +74,17 @@ interface Trips {
   redisCommands: number;
 }
 
-/** A run's counters: its trips, and the Redis server's calls and µs so far by command. */
-interface Counters extends Trips {
-  byCommand: Map<string, number>;
-  usecByCommand: Map<string, number>;
-}
-
 export interface ByCommand {
   name: string;
   usec: number;
   calls: number;
 }
 
-async function tripCounts(pool: pg.Pool, redisUrl: string): Promise<Counters> {
+/** The counters so far: transactions, Redis commands, and the Redis server's calls and µs by command. */
+async function tripCounts(pool: pg.Pool, redisUrl: string): ReturnType<typeof roundTrips> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   try {
-    const { transactions, redisCommands, byCommand, usecByCommand } = await roundTrips(pool, redis);
-    return { transactions, redisCommands, byCommand, usecByCommand };
+    return await roundTrips(pool, redis);
   } finally {
     redis.disconnect();
   }
