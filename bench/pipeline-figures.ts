@@ -111,7 +111,7 @@ export async function roundTrips(
 /** Concurrent creators in a pipeline run, and each worker process's concurrency. */
 const CREATORS = 16;
 /** Tasks each run sends through before it measures. */
-const WARM_UP_TASKS = 16;
+export const PIPELINE_WARM_UP_TASKS = 16;
 const WORKER_CONCURRENCY = 4;
 
 /** The floor's dispatchers take as many deliveries at once as the platform's do by default (DISPATCHER_CONCURRENCY). */
@@ -292,8 +292,8 @@ export async function pipelineRun(ctx: PipelineContext, opts: { workers: number;
     // Warm-up: the processes' first tasks load modules, compile and open connections; that is
     // not a task's cost, so it is spent before the measurement starts.
     const warmRoute = `${route}-warm-up`;
-    await Promise.all(Array.from({ length: WARM_UP_TASKS }, (_, i) => createTask(ctx, stack, `warm-up ${i}`, ctx.receiver.url(warmRoute))));
-    await ctx.receiver.waitFor(warmRoute, WARM_UP_TASKS, 60_000);
+    await Promise.all(Array.from({ length: PIPELINE_WARM_UP_TASKS }, (_, i) => createTask(ctx, stack, `warm-up ${i}`, ctx.receiver.url(warmRoute))));
+    await ctx.receiver.waitFor(warmRoute, PIPELINE_WARM_UP_TASKS, 60_000);
     maxTaskQueue = 0;
     maxWebhookQueue = 0;
     const servers = await serverPids(ctx.pool, sampler);

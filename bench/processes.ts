@@ -43,10 +43,14 @@ const READY: Record<Exclude<Service, 'api'>, RegExp> = { worker: /"worker starte
  * BENCH_CPU_PROF_DIR set, each writes a CPU profile there when it stops (`npm run profile -- <file>`).
  */
 export async function startBuilt(service: Exclude<Service, 'api'>, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  return (await startProcess(profiled(service, service), { ...env, LOG_LEVEL: 'info' }, READY[service])).child;
+}
+
+/** The service's built command, with BENCH_CPU_PROF_DIR set writing a CPU profile `<name>-<ms>.cpuprofile` there when it stops. */
+function profiled(service: Service, name: string): [string, string[]] {
   const [node, args] = serviceCommand(service, 'built');
   const profileDir = process.env.BENCH_CPU_PROF_DIR;
-  const command: [string, string[]] = profileDir ? [node, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${service}-${Date.now()}.cpuprofile`, ...args]] : [node, args];
-  return (await startProcess(command, { ...env, LOG_LEVEL: 'info' }, READY[service])).child;
+  return profileDir ? [node, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`, ...args]] : [node, args];
 }
 
 export async function stop(child: ChildProcess): Promise<void> {
@@ -58,9 +62,13 @@ export async function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-/** Starts the built API; resolves when /readyz answers. Its warnings and errors reach the terminal, its access lines are drained. */
-export async function startApi(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const [command, args] = serviceCommand('api', 'built');
+/**
+ * Starts the built API; resolves when /readyz answers. Its warnings and errors reach the terminal,
+ * its access lines are drained. With BENCH_CPU_PROF_DIR set it writes a profile named `profile`
+ * (default `api`) when it stops.
+ */
+export async function startApi(env: NodeJS.ProcessEnv, profile = 'api'): Promise<ChildProcess> {
+  const [command, args] = profiled('api', profile);
   const api = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   // A line split between two chunks is put together first.
   let partial = '';

@@ -22,7 +22,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { freePort } from '@taskapi/testing';
-import { cpuTotal, pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
+import { cpuTotal, PIPELINE_WARM_UP_TASKS, pipelineRun, type PipelineContext, type PipelineRun } from './pipeline-figures';
 import { startApi, stop } from './processes';
 import { cpuMs } from './runtime-figures';
 import { median } from './stats';
@@ -77,6 +77,8 @@ export interface PipelineTracingFigures {
   exportingCpu: { ms: number; percent: number };
   /** Export requests the receiver took during the pipeline's rounds, by the service that sent them. */
   exports: Record<ExportingService, number>;
+  /** Spans exported per task during the pipeline's rounds (warm-up tasks included), by service. */
+  spansPerTask: Record<ExportingService, number>;
 }
 
 /**
@@ -91,22 +93,40 @@ export function exportingService(head: Buffer): ExportingService {
   return (m?.[1] as ExportingService | undefined) ?? 'other';
 }
 
+/** Spans in an OTLP/JSON export: each has one `startTimeUnixNano` (its events have `timeUnixNano`). */
+export function jsonSpanCount(body: string): number {
+  let n = 0;
+  for (let i = body.indexOf('"startTimeUnixNano"'); i !== -1; i = body.indexOf('"startTimeUnixNano"', i + 1)) n++;
+  return n;
+}
+
 /**
  * An OTLP/HTTP endpoint that takes every export and answers 200 at once. It decodes nothing,
  * so that its own CPU (on the same cores) stays small; it only reads the service's name from the
- * first chunk of each export, to count them by service.
+ * first chunk of each export, to count them by service, and counts the spans of JSON exports.
  */
-async function startSink(): Promise<{ url: string; requests: () => number; byService: () => Record<ExportingService, number>; close(): Promise<void> }> {
+async function startSink(): Promise<{
+  url: string;
+  requests: () => number;
+  byService: () => Record<ExportingService, number>;
+  spansByService: () => Record<ExportingService, number>;
+  close(): Promise<void>;
+}> {
   let requests = 0;
   const byService: Record<ExportingService, number> = { api: 0, worker: 0, 'webhook-dispatcher': 0, other: 0 };
+  const spansByService: Record<ExportingService, number> = { api: 0, worker: 0, 'webhook-dispatcher': 0, other: 0 };
   const server = http.createServer((req, res) => {
     let service: ExportingService | undefined;
+    const json = String(req.headers['content-type']).startsWith('application/json');
+    const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => {
       service ??= exportingService(chunk);
+      if (json) chunks.push(chunk);
     });
     req.on('end', () => {
       requests++;
       byService[service ?? 'other']++;
+      if (json) spansByService[service ?? 'other'] += jsonSpanCount(Buffer.concat(chunks).toString('latin1'));
       res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/x-protobuf' }).end();
     });
   });
@@ -115,6 +135,7 @@ async function startSink(): Promise<{ url: string; requests: () => number; bySer
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests: () => requests,
     byService: () => ({ ...byService }),
+    spansByService: () => ({ ...spansByService }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -147,6 +168,8 @@ export interface TracingOptions {
   readPath: string;
   key: string;
   rounds: number;
+  /** false: the pipeline only (BENCH_TRACING_READ=0), the read's figures NaN. */
+  read: boolean;
   /** Loads `url` for one run (the bench's autocannon run): req/s and the requests answered. */
   load: (name: string, url: string, headers: Record<string, string>) => Promise<{ rps: number; requests: number }>;
   /**
@@ -163,17 +186,17 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
   try {
     for (const mode of TRACING_MODES) {
       const port = await freePort();
-      const child = await startApi({ ...env, ...otelEnv(mode, sink.url), PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
+      const child = await startApi({ ...env, ...otelEnv(mode, sink.url), PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }, `api-${mode}`);
       apis[mode] = { child, base: `http://127.0.0.1:${port}` };
     }
     const headers = { 'x-api-key': key };
     const url = (mode: TracingMode) => `${apis[mode]!.base}${readPath}`;
-    for (const mode of TRACING_MODES) await load(`warm-up ${mode}`, url(mode), headers);
+    if (opts.read) for (const mode of TRACING_MODES) await load(`warm-up ${mode}`, url(mode), headers);
     const rps: Record<TracingMode, number[]> = { disabled: [], unset: [], exporting: [], protobuf: [], sampled: [] };
     const costs: Record<TracingMode, number[]> = { disabled: [], unset: [], exporting: [], protobuf: [], sampled: [] };
     const cpuUs: Record<TracingMode, number[]> = { disabled: [], unset: [], exporting: [], protobuf: [], sampled: [] };
     const perRound: Array<Record<TracingMode, number>> = [];
-    for (let r = 0; r < rounds; r++) {
+    for (let r = 0; opts.read && r < rounds; r++) {
       const round: Partial<Record<TracingMode, number>> = {};
       for (const mode of turned(TRACING_MODES, r)) {
         const pid = apis[mode]!.child.pid!;
@@ -200,6 +223,7 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
       // The APIs have served reads only: a short run each first, so no round pays for warming up creation.
       for (const mode of PIPELINE_TRACING_MODES) await run(mode, Math.min(tasks, 100));
       const exportsBefore = sink.byService();
+      const spansBefore = sink.spansByService();
       const perRound: Array<Record<PipelineTracingMode, PipelineRun>> = [];
       for (let r = 0; r < rounds; r++) {
         const round: Partial<Record<PipelineTracingMode, PipelineRun>> = {};
@@ -216,6 +240,11 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
         redis: median(perRound.map((round) => round[mode].cpuPerTask.redis)),
       });
       const exportsAfter = sink.byService();
+      // Workers and dispatchers flush their spans as they stop after each run; the API exports
+      // what it holds within its batch delay (1 s).
+      await new Promise((r) => setTimeout(r, 1_500));
+      const spansAfter = sink.spansByService();
+      const exportedTasks = rounds * (tasks + PIPELINE_WARM_UP_TASKS);
       pipeline = {
         tasks,
         workers: PIPELINE_WORKERS,
@@ -234,6 +263,12 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
           worker: exportsAfter.worker - exportsBefore.worker,
           'webhook-dispatcher': exportsAfter['webhook-dispatcher'] - exportsBefore['webhook-dispatcher'],
           other: exportsAfter.other - exportsBefore.other,
+        },
+        spansPerTask: {
+          api: (spansAfter.api - spansBefore.api) / exportedTasks,
+          worker: (spansAfter.worker - spansBefore.worker) / exportedTasks,
+          'webhook-dispatcher': (spansAfter['webhook-dispatcher'] - spansBefore['webhook-dispatcher']) / exportedTasks,
+          other: (spansAfter.other - spansBefore.other) / exportedTasks,
         },
       };
     }
