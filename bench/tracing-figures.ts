@@ -94,7 +94,7 @@ export function exportingService(head: Buffer): ExportingService {
 }
 
 /** Spans in an OTLP/JSON export: each has one `startTimeUnixNano` (its events have `timeUnixNano`). */
-export function jsonSpanCount(body: string): number {
+function jsonSpanCount(body: string): number {
   let n = 0;
   for (let i = body.indexOf('"startTimeUnixNano"'); i !== -1; i = body.indexOf('"startTimeUnixNano"', i + 1)) n++;
   return n;
@@ -142,6 +142,12 @@ async function startSink(): Promise<{
         server.close(() => resolve());
       }),
   };
+}
+
+/** What each service's count grew by between two readings of the sink, divided by `per`. */
+function perService(before: Record<ExportingService, number>, after: Record<ExportingService, number>, per: number): Record<ExportingService, number> {
+  const grown = (service: ExportingService) => (after[service] - before[service]) / per;
+  return { api: grown('api'), worker: grown('worker'), 'webhook-dispatcher': grown('webhook-dispatcher'), other: grown('other') };
 }
 
 /** Round `r`'s order: the modes turned by `r`, so that each is measured in each place in turn. */
@@ -239,10 +245,10 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
         postgres: median(perRound.map((round) => round[mode].cpuPerTask.postgres)),
         redis: median(perRound.map((round) => round[mode].cpuPerTask.redis)),
       });
-      const exportsAfter = sink.byService();
       // Workers and dispatchers flush their spans as they stop after each run; the API exports
       // what it holds within its batch delay (1 s).
       await new Promise((r) => setTimeout(r, 1_500));
+      const exportsAfter = sink.byService();
       const spansAfter = sink.spansByService();
       const exportedTasks = rounds * (tasks + PIPELINE_WARM_UP_TASKS);
       pipeline = {
@@ -258,18 +264,8 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
           ms: median(perRound.map((round) => cpuTotal(round.exporting.cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))),
           percent: median(perRound.map((round) => (100 * (cpuTotal(round.exporting.cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))) / cpuTotal(round.disabled.cpuPerTask))),
         },
-        exports: {
-          api: exportsAfter.api - exportsBefore.api,
-          worker: exportsAfter.worker - exportsBefore.worker,
-          'webhook-dispatcher': exportsAfter['webhook-dispatcher'] - exportsBefore['webhook-dispatcher'],
-          other: exportsAfter.other - exportsBefore.other,
-        },
-        spansPerTask: {
-          api: (spansAfter.api - spansBefore.api) / exportedTasks,
-          worker: (spansAfter.worker - spansBefore.worker) / exportedTasks,
-          'webhook-dispatcher': (spansAfter['webhook-dispatcher'] - spansBefore['webhook-dispatcher']) / exportedTasks,
-          other: (spansAfter.other - spansBefore.other) / exportedTasks,
-        },
+        exports: perService(exportsBefore, exportsAfter, 1),
+        spansPerTask: perService(spansBefore, spansAfter, exportedTasks),
       };
     }
     return {
