@@ -733,7 +733,7 @@ async function main(): Promise<void> {
       );
       console.log(
         `   OTEL_SDK_DISABLED=true ${p.tasksPerSecond.disabled.toFixed(0)}; endpoint unset ${p.tasksPerSecond.unset.toFixed(0)} (cost ${p.offCost.toFixed(1)} %); ` +
-          `exporting every span ${p.tasksPerSecond.exporting.toFixed(0)} (cost ${p.onCost.toFixed(1)} %; export requests from API/worker/dispatcher ` +
+          `SDK running, OTEL_TRACES_SAMPLER_ARG=0 (nothing recorded) ${p.tasksPerSecond.unrecorded.toFixed(0)}; exporting every span ${p.tasksPerSecond.exporting.toFixed(0)} (cost ${p.onCost.toFixed(1)} %; export requests from API/worker/dispatcher ` +
           `${p.exports.api}/${p.exports.worker}/${p.exports['webhook-dispatcher']}${p.exports.other > 0 ? `, ${p.exports.other} unrecognised` : ''}).`,
       );
       const spans = p.spansPerTask;
@@ -741,12 +741,20 @@ async function main(): Promise<void> {
         `   spans exported per task (JSON bodies, warm-up tasks included), API/worker/dispatcher: ${spans.api.toFixed(2)}/${spans.worker.toFixed(2)}/${spans['webhook-dispatcher'].toFixed(2)}` +
           `${spans.other > 0 ? `, ${spans.other.toFixed(2)} unrecognised` : ''}.`,
       );
-      console.log(`   rounds (disabled / unset / exporting tasks/s): ${p.rounds.map((r) => `${r.disabled.toFixed(0)} / ${r.unset.toFixed(0)} / ${r.exporting.toFixed(0)}`).join(', ')}`);
+      console.log(
+        `   rounds (disabled / unset / unrecorded / exporting tasks/s): ${p.rounds.map((r) => `${r.disabled.toFixed(0)} / ${r.unset.toFixed(0)} / ${r.unrecorded.toFixed(0)} / ${r.exporting.toFixed(0)}`).join(', ')}`,
+      );
       const cpu = (m: PipelineTracingMode) => {
         const c = p.cpuPerTask[m];
         return `${[c.api, c.workers, c.dispatchers, c.postgres, c.redis].map((x) => x.toFixed(2)).join('/')} (all ${cpuTotal(c).toFixed(2)})`;
       };
-      console.log(`   CPU ms per task (API/worker/dispatcher/PostgreSQL/Redis, medians): disabled ${cpu('disabled')}; unset ${cpu('unset')}; exporting ${cpu('exporting')}.`);
+      console.log(
+        `   CPU ms per task (API/worker/dispatcher/PostgreSQL/Redis, medians): disabled ${cpu('disabled')}; unset ${cpu('unset')}; unrecorded ${cpu('unrecorded')}; exporting ${cpu('exporting')}.`,
+      );
+      console.log(
+        `   added to all five against disabled, median of the rounds' differences: the SDK with nothing recorded ${p.unrecordedCpu.ms.toFixed(2)} ms (${p.unrecordedCpu.percent.toFixed(1)} %), ` +
+          `exporting every span ${p.exportingCpu.ms.toFixed(2)} ms (${p.exportingCpu.percent.toFixed(1)} %).`,
+      );
       console.log(`(${elapsed()})`);
       if (tracingRead) {
         targets.push(

@@ -13,7 +13,10 @@
 //   - `sampled`: the same with OTEL_TRACES_SAMPLER_ARG=0.1 (one new trace in ten recorded),
 //     printed for the sampling decision in docs/performance.md, "Tracing (section 11)".
 // Then the pipeline (pipeline-figures.ts: image tasks created over HTTP → one worker → one
-// dispatcher → signed webhook received by the bench receiver) in the first three modes, the worker
+// dispatcher → signed webhook received by the bench receiver) in the first three modes and one of
+// its own, `unrecorded` (the SDK started with the endpoint set and OTEL_TRACES_SAMPLER_ARG=0:
+// every hook and context hand-off runs, no span is recorded or exported, which parts what the
+// instrumentation's machinery costs from what recording and exporting spans cost), the worker
 // and dispatcher started in the same mode as the API they take tasks from, in interleaved rounds
 // whose order turns the same way.
 // Costs are (baseline − mode) / baseline in % of req/s or tasks/s, each against the baseline of
@@ -29,9 +32,12 @@ import { median } from './stats';
 
 export const TRACING_MODES = ['disabled', 'unset', 'exporting', 'protobuf', 'sampled'] as const;
 export type TracingMode = (typeof TRACING_MODES)[number];
-/** The pipeline's modes (the sampled one is the read's only). */
-export const PIPELINE_TRACING_MODES = ['disabled', 'unset', 'exporting'] as const;
+/** The pipeline's modes (the sampled one is the read's only, `unrecorded` the pipeline's). */
+export const PIPELINE_TRACING_MODES = ['disabled', 'unset', 'unrecorded', 'exporting'] as const;
 export type PipelineTracingMode = (typeof PIPELINE_TRACING_MODES)[number];
+/** The modes an API is started in: the read's and the pipeline's. */
+const API_MODES = [...TRACING_MODES, 'unrecorded'] as const;
+type ApiMode = (typeof API_MODES)[number];
 /** Services named in the exports the sink took (`other`: a batch whose resource it did not recognise). */
 export type ExportingService = 'api' | 'worker' | 'webhook-dispatcher' | 'other';
 
@@ -75,6 +81,8 @@ export interface PipelineTracingFigures {
    * against OTEL_SDK_DISABLED in the same round: ms, and % of the disabled round's.
    */
   exportingCpu: { ms: number; percent: number };
+  /** The same for the SDK running with nothing recorded (`unrecorded`). */
+  unrecordedCpu: { ms: number; percent: number };
   /** Export requests the receiver took during the pipeline's rounds, by the service that sent them. */
   exports: Record<ExportingService, number>;
   /** Spans exported per task during the pipeline's rounds (warm-up tasks included), by service. */
@@ -156,14 +164,14 @@ function turned<T>(modes: readonly T[], r: number): T[] {
 }
 
 /** The `OTEL_*` settings of a mode, for the API and, in the pipeline, its worker and dispatcher. */
-function otelEnv(mode: TracingMode, sinkUrl: string): NodeJS.ProcessEnv {
+function otelEnv(mode: ApiMode, sinkUrl: string): NodeJS.ProcessEnv {
   if (mode === 'disabled') return { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: '' };
   if (mode === 'unset') return { OTEL_SDK_DISABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: '' };
   return {
     OTEL_SDK_DISABLED: 'false',
     OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl,
     OTEL_EXPORTER_OTLP_PROTOCOL: mode === 'protobuf' ? 'http/protobuf' : '',
-    OTEL_TRACES_SAMPLER_ARG: mode === 'sampled' ? '0.1' : '1',
+    OTEL_TRACES_SAMPLER_ARG: mode === 'sampled' ? '0.1' : mode === 'unrecorded' ? '0' : '1',
   };
 }
 
@@ -188,9 +196,9 @@ export interface TracingOptions {
 export async function tracingFigures(opts: TracingOptions): Promise<TracingFigures> {
   const { env, readPath, key, rounds, load } = opts;
   const sink = await startSink();
-  const apis: Partial<Record<TracingMode, { child: ChildProcess; base: string }>> = {};
+  const apis: Partial<Record<ApiMode, { child: ChildProcess; base: string }>> = {};
   try {
-    for (const mode of TRACING_MODES) {
+    for (const mode of opts.pipeline ? API_MODES : TRACING_MODES) {
       const port = await freePort();
       const child = await startApi({ ...env, ...otelEnv(mode, sink.url), PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }, `api-${mode}`);
       apis[mode] = { child, base: `http://127.0.0.1:${port}` };
@@ -238,6 +246,10 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
       }
       const tps = (mode: PipelineTracingMode) => perRound.map((round) => round[mode].tasksPerSecond);
       const cost = (mode: PipelineTracingMode) => median(perRound.map((round) => (100 * (round.disabled.tasksPerSecond - round[mode].tasksPerSecond)) / round.disabled.tasksPerSecond));
+      const added = (mode: PipelineTracingMode) => ({
+        ms: median(perRound.map((round) => cpuTotal(round[mode].cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))),
+        percent: median(perRound.map((round) => (100 * (cpuTotal(round[mode].cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))) / cpuTotal(round.disabled.cpuPerTask))),
+      });
       const cpu = (mode: PipelineTracingMode) => ({
         api: median(perRound.map((round) => round[mode].cpuPerTask.api)),
         workers: median(perRound.map((round) => round[mode].cpuPerTask.workers)),
@@ -255,15 +267,18 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
         tasks,
         workers: PIPELINE_WORKERS,
         dispatchers: PIPELINE_DISPATCHERS,
-        tasksPerSecond: { disabled: median(tps('disabled')), unset: median(tps('unset')), exporting: median(tps('exporting')) },
+        tasksPerSecond: { disabled: median(tps('disabled')), unset: median(tps('unset')), unrecorded: median(tps('unrecorded')), exporting: median(tps('exporting')) },
         offCost: cost('unset'),
         onCost: cost('exporting'),
-        rounds: perRound.map((round) => ({ disabled: round.disabled.tasksPerSecond, unset: round.unset.tasksPerSecond, exporting: round.exporting.tasksPerSecond })),
-        cpuPerTask: { disabled: cpu('disabled'), unset: cpu('unset'), exporting: cpu('exporting') },
-        exportingCpu: {
-          ms: median(perRound.map((round) => cpuTotal(round.exporting.cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))),
-          percent: median(perRound.map((round) => (100 * (cpuTotal(round.exporting.cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))) / cpuTotal(round.disabled.cpuPerTask))),
-        },
+        rounds: perRound.map((round) => ({
+          disabled: round.disabled.tasksPerSecond,
+          unset: round.unset.tasksPerSecond,
+          unrecorded: round.unrecorded.tasksPerSecond,
+          exporting: round.exporting.tasksPerSecond,
+        })),
+        cpuPerTask: { disabled: cpu('disabled'), unset: cpu('unset'), unrecorded: cpu('unrecorded'), exporting: cpu('exporting') },
+        exportingCpu: added('exporting'),
+        unrecordedCpu: added('unrecorded'),
         exports: perService(exportsBefore, exportsAfter, 1),
         spansPerTask: perService(spansBefore, spansAfter, exportedTasks),
       };
