@@ -29,7 +29,9 @@
 //  11. Tracing (tracing-figures.ts; runs after 3, before 4): the read with OTEL_SDK_DISABLED, with no
 //      endpoint (as shipped), exporting every span (as JSON, and as protobuf) and exporting one trace
 //      in ten, interleaved rounds; then the pipeline (creation → worker → dispatcher → webhook)
-//      disabled, unset and exporting, with the spans exported per task; BENCH_TRACING_READ=0 skips the read.
+//      disabled, unset, with the SDK recording nothing, and exporting, with the spans exported per
+//      task, as fast as the API takes tasks and at a steady 50/s (BENCH_TRACING_STEADY=<n>/s, 0
+//      skips it); BENCH_TRACING_READ=0 skips the read.
 //  12. Batch creation (batch-figures.ts; runs after 3): 100 image tasks by one batch request against
 //      100 single creations (one at a time, and 16 at a time), tasks/s, interleaved rounds.
 // It ends with one line per target: `target <name>: <measured> <comparison> <goal> met|MISSED`.
@@ -56,7 +58,7 @@ import { cpuSum, fairnessFigures, type Mode as FairnessMode } from './fairness-f
 import { hotStatementPlans, middleTaskOf, seedTasks } from './large-database';
 import { cpuTotal, lightWebhookLatency, pipelineRun, runMedians, serverPids, startFloor, type FloorApi, type PipelineContext, type PipelineRun, type RunMedians, type Stack } from './pipeline-figures';
 import { ROOT, startApi, startProcess, stop } from './processes';
-import { tracingFigures, type PipelineTracingMode } from './tracing-figures';
+import { tracingFigures, type PipelineTracingFigures, type PipelineTracingMode } from './tracing-figures';
 import { batchFigures } from './batch-figures';
 import { steeringFigures } from './steering-figures';
 import { nowMs, startBenchReceiver } from './receiver';
@@ -78,6 +80,8 @@ const LIGHT_WEBHOOKS = num('BENCH_LIGHT_WEBHOOKS', 40, 15);
 const PIPELINE_TASKS = num('BENCH_PIPELINE_TASKS', 400, 200);
 /** Section 5's steady run: creations per second. */
 const STEADY_TASKS_PER_SECOND = 50;
+/** Section 11's steady pipeline rounds: creations per second (0: none). */
+const TRACING_STEADY_PER_SECOND = Number(process.env.BENCH_TRACING_STEADY ?? STEADY_TASKS_PER_SECOND);
 const DELIVERIES = num('BENCH_DELIVERIES', 2000, 1000);
 const FAIRNESS_TASKS = num('BENCH_FAIRNESS_TASKS', 600, 300);
 const FAIRNESS_BURST = num('BENCH_FAIRNESS_BURST', 60, 40);
@@ -404,6 +408,38 @@ function printPipeline(runs: PipelineRun[]): void {
 }
 
 /** Section 10's table (see cog-figures.ts for how each figure is taken). */
+/** Section 11's pipeline figures of one load: tasks/s, spans, and CPU per task by mode. */
+function printPipelineTracing(p: PipelineTracingFigures, rounds: number): void {
+  console.log(
+    `   Pipeline: ${p.tasks} image tasks (64x64) per round from 16 concurrent clients${p.perSecond ? ` at a steady ${p.perSecond}/s` : ' as fast as the API takes them'} → ${p.workers} worker (concurrency 4) → ${p.dispatchers} dispatcher → webhook received, ` +
+      `API, worker and dispatcher all in the mode; median of ${rounds} interleaved rounds (order turning), tasks/s:`,
+  );
+  console.log(
+    `   OTEL_SDK_DISABLED=true ${p.tasksPerSecond.disabled.toFixed(0)}; endpoint unset ${p.tasksPerSecond.unset.toFixed(0)} (cost ${p.offCost.toFixed(1)} %); ` +
+      `SDK running, OTEL_TRACES_SAMPLER_ARG=0 (nothing recorded) ${p.tasksPerSecond.unrecorded.toFixed(0)}; exporting every span ${p.tasksPerSecond.exporting.toFixed(0)} (cost ${p.onCost.toFixed(1)} %; export requests from API/worker/dispatcher ` +
+      `${p.exports.api}/${p.exports.worker}/${p.exports['webhook-dispatcher']}${p.exports.other > 0 ? `, ${p.exports.other} unrecognised` : ''}).`,
+  );
+  const spans = p.spansPerTask;
+  console.log(
+    `   spans exported per task (JSON bodies, warm-up tasks included), API/worker/dispatcher: ${spans.api.toFixed(2)}/${spans.worker.toFixed(2)}/${spans['webhook-dispatcher'].toFixed(2)}` +
+      `${spans.other > 0 ? `, ${spans.other.toFixed(2)} unrecognised` : ''}.`,
+  );
+  console.log(
+    `   rounds (disabled / unset / unrecorded / exporting tasks/s): ${p.rounds.map((r) => `${r.disabled.toFixed(0)} / ${r.unset.toFixed(0)} / ${r.unrecorded.toFixed(0)} / ${r.exporting.toFixed(0)}`).join(', ')}`,
+  );
+  const cpu = (m: PipelineTracingMode) => {
+    const c = p.cpuPerTask[m];
+    return `${[c.api, c.workers, c.dispatchers, c.postgres, c.redis].map((x) => x.toFixed(2)).join('/')} (all ${cpuTotal(c).toFixed(2)})`;
+  };
+  console.log(
+    `   CPU ms per task (API/worker/dispatcher/PostgreSQL/Redis, medians): disabled ${cpu('disabled')}; unset ${cpu('unset')}; unrecorded ${cpu('unrecorded')}; exporting ${cpu('exporting')}.`,
+  );
+  console.log(
+    `   added to all five against disabled, median of the rounds' differences: the SDK with nothing recorded ${p.unrecordedCpu.ms.toFixed(2)} ms (${p.unrecordedCpu.percent.toFixed(1)} %), ` +
+      `exporting every span ${p.exportingCpu.ms.toFixed(2)} ms (${p.exportingCpu.percent.toFixed(1)} %).`,
+  );
+}
+
 function printCog(c: CogFigures): void {
   console.log(
     `\n10. Image tasks (64x64) on a Cog model server (the test server's image model: the built-in engine behind Cog's HTTP API, its own process, ` +
@@ -709,7 +745,7 @@ async function main(): Promise<void> {
         rounds: ROUNDS,
         read: tracingRead,
         load: (name, url, h) => load(name, { url, headers: h }),
-        pipeline: { ctx, tasks: PIPELINE_TASKS },
+        pipeline: { ctx, tasks: PIPELINE_TASKS, steadyPerSecond: TRACING_STEADY_PER_SECOND },
       });
       console.log('\n11. Tracing');
       if (tracingRead) {
@@ -727,34 +763,8 @@ async function main(): Promise<void> {
         console.log(`   API CPU µs per read (medians; less moved by the other work on the host than req/s): ${modes.map((m) => `${m} ${t.cpuUsPerRead[m].toFixed(0)}`).join(', ')}.`);
       }
       const p = t.pipeline!;
-      console.log(
-        `   Pipeline: ${p.tasks} image tasks (64x64) per round from 16 concurrent clients → ${p.workers} worker (concurrency 4) → ${p.dispatchers} dispatcher → webhook received, ` +
-          `API, worker and dispatcher all in the mode; median of ${ROUNDS} interleaved rounds (order turning), tasks/s:`,
-      );
-      console.log(
-        `   OTEL_SDK_DISABLED=true ${p.tasksPerSecond.disabled.toFixed(0)}; endpoint unset ${p.tasksPerSecond.unset.toFixed(0)} (cost ${p.offCost.toFixed(1)} %); ` +
-          `SDK running, OTEL_TRACES_SAMPLER_ARG=0 (nothing recorded) ${p.tasksPerSecond.unrecorded.toFixed(0)}; exporting every span ${p.tasksPerSecond.exporting.toFixed(0)} (cost ${p.onCost.toFixed(1)} %; export requests from API/worker/dispatcher ` +
-          `${p.exports.api}/${p.exports.worker}/${p.exports['webhook-dispatcher']}${p.exports.other > 0 ? `, ${p.exports.other} unrecognised` : ''}).`,
-      );
-      const spans = p.spansPerTask;
-      console.log(
-        `   spans exported per task (JSON bodies, warm-up tasks included), API/worker/dispatcher: ${spans.api.toFixed(2)}/${spans.worker.toFixed(2)}/${spans['webhook-dispatcher'].toFixed(2)}` +
-          `${spans.other > 0 ? `, ${spans.other.toFixed(2)} unrecognised` : ''}.`,
-      );
-      console.log(
-        `   rounds (disabled / unset / unrecorded / exporting tasks/s): ${p.rounds.map((r) => `${r.disabled.toFixed(0)} / ${r.unset.toFixed(0)} / ${r.unrecorded.toFixed(0)} / ${r.exporting.toFixed(0)}`).join(', ')}`,
-      );
-      const cpu = (m: PipelineTracingMode) => {
-        const c = p.cpuPerTask[m];
-        return `${[c.api, c.workers, c.dispatchers, c.postgres, c.redis].map((x) => x.toFixed(2)).join('/')} (all ${cpuTotal(c).toFixed(2)})`;
-      };
-      console.log(
-        `   CPU ms per task (API/worker/dispatcher/PostgreSQL/Redis, medians): disabled ${cpu('disabled')}; unset ${cpu('unset')}; unrecorded ${cpu('unrecorded')}; exporting ${cpu('exporting')}.`,
-      );
-      console.log(
-        `   added to all five against disabled, median of the rounds' differences: the SDK with nothing recorded ${p.unrecordedCpu.ms.toFixed(2)} ms (${p.unrecordedCpu.percent.toFixed(1)} %), ` +
-          `exporting every span ${p.exportingCpu.ms.toFixed(2)} ms (${p.exportingCpu.percent.toFixed(1)} %).`,
-      );
+      printPipelineTracing(p, ROUNDS);
+      if (t.steady) printPipelineTracing(t.steady, ROUNDS);
       console.log(`(${elapsed()})`);
       if (tracingRead) {
         targets.push(
@@ -775,6 +785,17 @@ async function main(): Promise<void> {
           of: ' of the CPU per task with OTEL_SDK_DISABLED',
         },
       );
+      if (t.steady) {
+        targets.push({
+          name: 'tracing-cpu-per-task-steady',
+          measured: t.steady.exportingCpu.percent,
+          comparison: '<=',
+          goal: 10,
+          unit: ' %',
+          shown: `${t.steady.exportingCpu.ms.toFixed(2)} ms per task exporting every span at ${t.steady.perSecond} tasks/s`,
+          of: ' of the CPU per task with OTEL_SDK_DISABLED',
+        });
+      }
     }
 
     // 4. Creation → webhook at light load.

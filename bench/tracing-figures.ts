@@ -60,11 +60,15 @@ export interface TracingFigures {
   sampledCost: number;
   /** Export requests the receiver took during the read's rounds (the exporting mode did export). */
   exports: number;
+  /** The pipeline's figures with tasks created as fast as the API takes them, and at a steady rate. */
   pipeline?: PipelineTracingFigures | undefined;
+  steady?: PipelineTracingFigures | undefined;
 }
 
 export interface PipelineTracingFigures {
   tasks: number;
+  /** Creations per second of the steady rounds; undefined: as fast as the API takes them. */
+  perSecond: number | undefined;
   workers: number;
   dispatchers: number;
   /** Median tasks/s per mode (first creation sent → last webhook received). */
@@ -175,6 +179,63 @@ function otelEnv(mode: ApiMode, sinkUrl: string): NodeJS.ProcessEnv {
   };
 }
 
+/** The pipeline's interleaved rounds in every mode (`run` runs one round's tasks in a mode), and its figures. */
+async function pipelineModes(
+  sink: Awaited<ReturnType<typeof startSink>>,
+  rounds: number,
+  tasks: number,
+  run: (mode: PipelineTracingMode) => Promise<PipelineRun>,
+  perSecond?: number,
+): Promise<PipelineTracingFigures> {
+  const exportsBefore = sink.byService();
+  const spansBefore = sink.spansByService();
+  const perRound: Array<Record<PipelineTracingMode, PipelineRun>> = [];
+  for (let r = 0; r < rounds; r++) {
+    const round: Partial<Record<PipelineTracingMode, PipelineRun>> = {};
+    for (const mode of turned(PIPELINE_TRACING_MODES, r)) round[mode] = await run(mode);
+    perRound.push(round as Record<PipelineTracingMode, PipelineRun>);
+  }
+  const tps = (mode: PipelineTracingMode) => perRound.map((round) => round[mode].tasksPerSecond);
+  const cost = (mode: PipelineTracingMode) => median(perRound.map((round) => (100 * (round.disabled.tasksPerSecond - round[mode].tasksPerSecond)) / round.disabled.tasksPerSecond));
+  const added = (mode: PipelineTracingMode) => ({
+    ms: median(perRound.map((round) => cpuTotal(round[mode].cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))),
+    percent: median(perRound.map((round) => (100 * (cpuTotal(round[mode].cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))) / cpuTotal(round.disabled.cpuPerTask))),
+  });
+  const cpu = (mode: PipelineTracingMode) => ({
+    api: median(perRound.map((round) => round[mode].cpuPerTask.api)),
+    workers: median(perRound.map((round) => round[mode].cpuPerTask.workers)),
+    dispatchers: median(perRound.map((round) => round[mode].cpuPerTask.dispatchers)),
+    postgres: median(perRound.map((round) => round[mode].cpuPerTask.postgres)),
+    redis: median(perRound.map((round) => round[mode].cpuPerTask.redis)),
+  });
+  // Workers and dispatchers flush their spans as they stop after each run; the API exports
+  // what it holds within its batch delay (1 s).
+  await new Promise((r) => setTimeout(r, 1_500));
+  const exportsAfter = sink.byService();
+  const spansAfter = sink.spansByService();
+  const exportedTasks = rounds * (tasks + PIPELINE_WARM_UP_TASKS);
+  return {
+    tasks,
+    perSecond,
+    workers: PIPELINE_WORKERS,
+    dispatchers: PIPELINE_DISPATCHERS,
+    tasksPerSecond: { disabled: median(tps('disabled')), unset: median(tps('unset')), unrecorded: median(tps('unrecorded')), exporting: median(tps('exporting')) },
+    offCost: cost('unset'),
+    onCost: cost('exporting'),
+    rounds: perRound.map((round) => ({
+      disabled: round.disabled.tasksPerSecond,
+      unset: round.unset.tasksPerSecond,
+      unrecorded: round.unrecorded.tasksPerSecond,
+      exporting: round.exporting.tasksPerSecond,
+    })),
+    cpuPerTask: { disabled: cpu('disabled'), unset: cpu('unset'), unrecorded: cpu('unrecorded'), exporting: cpu('exporting') },
+    exportingCpu: added('exporting'),
+    unrecordedCpu: added('unrecorded'),
+    exports: perService(exportsBefore, exportsAfter, 1),
+    spansPerTask: perService(spansBefore, spansAfter, exportedTasks),
+  };
+}
+
 export interface TracingOptions {
   /** The API's environment (database, Redis, limits); PORT and the OTEL_* variables are set here. */
   env: NodeJS.ProcessEnv;
@@ -188,9 +249,10 @@ export interface TracingOptions {
   load: (name: string, url: string, headers: Record<string, string>) => Promise<{ rps: number; requests: number }>;
   /**
    * The pipeline's context (its `base`, `apiPid` and the OTEL_* variables of `env` are replaced by
-   * each mode's) and the tasks of each round; undefined = the read only.
+   * each mode's) and the tasks of each round, created as fast as the API takes them and, with
+   * `steadyPerSecond`, in rounds of their own at that steady rate; undefined = the read only.
    */
-  pipeline?: { ctx: PipelineContext; tasks: number } | undefined;
+  pipeline?: { ctx: PipelineContext; tasks: number; steadyPerSecond?: number | undefined } | undefined;
 }
 
 export async function tracingFigures(opts: TracingOptions): Promise<TracingFigures> {
@@ -227,61 +289,18 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
     }
     const exports = sink.requests();
     let pipeline: PipelineTracingFigures | undefined;
+    let steady: PipelineTracingFigures | undefined;
     if (opts.pipeline) {
-      const { ctx, tasks } = opts.pipeline;
-      const run = (mode: PipelineTracingMode, n: number) =>
+      const { ctx, tasks, steadyPerSecond } = opts.pipeline;
+      const run = (mode: PipelineTracingMode, n: number, perSecond?: number) =>
         pipelineRun(
           { ...ctx, base: apis[mode]!.base, apiPid: apis[mode]!.child.pid!, env: { ...ctx.env, ...otelEnv(mode, sink.url) } },
-          { workers: PIPELINE_WORKERS, dispatchers: PIPELINE_DISPATCHERS, tasks: n },
+          { workers: PIPELINE_WORKERS, dispatchers: PIPELINE_DISPATCHERS, tasks: n, perSecond },
         );
       // The APIs have served reads only: a short run each first, so no round pays for warming up creation.
       for (const mode of PIPELINE_TRACING_MODES) await run(mode, Math.min(tasks, 100));
-      const exportsBefore = sink.byService();
-      const spansBefore = sink.spansByService();
-      const perRound: Array<Record<PipelineTracingMode, PipelineRun>> = [];
-      for (let r = 0; r < rounds; r++) {
-        const round: Partial<Record<PipelineTracingMode, PipelineRun>> = {};
-        for (const mode of turned(PIPELINE_TRACING_MODES, r)) round[mode] = await run(mode, tasks);
-        perRound.push(round as Record<PipelineTracingMode, PipelineRun>);
-      }
-      const tps = (mode: PipelineTracingMode) => perRound.map((round) => round[mode].tasksPerSecond);
-      const cost = (mode: PipelineTracingMode) => median(perRound.map((round) => (100 * (round.disabled.tasksPerSecond - round[mode].tasksPerSecond)) / round.disabled.tasksPerSecond));
-      const added = (mode: PipelineTracingMode) => ({
-        ms: median(perRound.map((round) => cpuTotal(round[mode].cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))),
-        percent: median(perRound.map((round) => (100 * (cpuTotal(round[mode].cpuPerTask) - cpuTotal(round.disabled.cpuPerTask))) / cpuTotal(round.disabled.cpuPerTask))),
-      });
-      const cpu = (mode: PipelineTracingMode) => ({
-        api: median(perRound.map((round) => round[mode].cpuPerTask.api)),
-        workers: median(perRound.map((round) => round[mode].cpuPerTask.workers)),
-        dispatchers: median(perRound.map((round) => round[mode].cpuPerTask.dispatchers)),
-        postgres: median(perRound.map((round) => round[mode].cpuPerTask.postgres)),
-        redis: median(perRound.map((round) => round[mode].cpuPerTask.redis)),
-      });
-      // Workers and dispatchers flush their spans as they stop after each run; the API exports
-      // what it holds within its batch delay (1 s).
-      await new Promise((r) => setTimeout(r, 1_500));
-      const exportsAfter = sink.byService();
-      const spansAfter = sink.spansByService();
-      const exportedTasks = rounds * (tasks + PIPELINE_WARM_UP_TASKS);
-      pipeline = {
-        tasks,
-        workers: PIPELINE_WORKERS,
-        dispatchers: PIPELINE_DISPATCHERS,
-        tasksPerSecond: { disabled: median(tps('disabled')), unset: median(tps('unset')), unrecorded: median(tps('unrecorded')), exporting: median(tps('exporting')) },
-        offCost: cost('unset'),
-        onCost: cost('exporting'),
-        rounds: perRound.map((round) => ({
-          disabled: round.disabled.tasksPerSecond,
-          unset: round.unset.tasksPerSecond,
-          unrecorded: round.unrecorded.tasksPerSecond,
-          exporting: round.exporting.tasksPerSecond,
-        })),
-        cpuPerTask: { disabled: cpu('disabled'), unset: cpu('unset'), unrecorded: cpu('unrecorded'), exporting: cpu('exporting') },
-        exportingCpu: added('exporting'),
-        unrecordedCpu: added('unrecorded'),
-        exports: perService(exportsBefore, exportsAfter, 1),
-        spansPerTask: perService(spansBefore, spansAfter, exportedTasks),
-      };
+      pipeline = await pipelineModes(sink, rounds, tasks, (mode) => run(mode, tasks));
+      if (steadyPerSecond) steady = await pipelineModes(sink, rounds, tasks, (mode) => run(mode, tasks, steadyPerSecond), steadyPerSecond);
     }
     return {
       rps: { disabled: median(rps.disabled), unset: median(rps.unset), exporting: median(rps.exporting), protobuf: median(rps.protobuf), sampled: median(rps.sampled) },
@@ -293,6 +312,7 @@ export async function tracingFigures(opts: TracingOptions): Promise<TracingFigur
       sampledCost: median(costs.sampled),
       exports,
       pipeline,
+      steady,
     };
   } finally {
     for (const api of Object.values(apis)) if (api) await stop(api.child);
