@@ -1,6 +1,5 @@
 import { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import { contextOf, queueTelemetry, withContext } from '@taskapi/telemetry';
 import { perTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import { TASK_QUEUES, taskJobId, type TaskJob } from './catalog';
 
@@ -14,8 +13,6 @@ export interface TaskRun {
   delayMs?: number;
   /** To the head of the queue, the next a worker takes (a task that keeps its place). */
   front?: boolean;
-  /** The task's `traceparent`: the job is added in that trace (BullMQ's producer span and the job's context). */
-  traceParent?: string | undefined;
 }
 
 export interface TaskQueues {
@@ -31,7 +28,7 @@ export function createTaskQueues(connection: Redis | Cluster): TaskQueues {
   const queues = perTaskKind((_definition, kind) => {
     const def = TASK_QUEUES[kind];
     return withConnectionErrorsLoggedElsewhere(
-      new Queue<TaskJob>(def.name, { connection, defaultJobOptions: def.defaultJobOptions, telemetry: queueTelemetry() }),
+      new Queue<TaskJob>(def.name, { connection, defaultJobOptions: def.defaultJobOptions }),
     );
   });
   return {
@@ -43,12 +40,6 @@ export function createTaskQueues(connection: Redis | Cluster): TaskQueues {
         data: schema.parse({ public_id: run.publicId, account_id: run.accountId, release: run.release }),
         opts: { jobId: taskJobId(run.publicId, run.release), ...(run.delayMs ? { delay: run.delayMs } : {}), ...(run.front ? { lifo: true } : {}) },
       }));
-      if (queueTelemetry()) {
-        // Traced: each job added in its task's trace (or in none: never in the trace of whatever
-        // released it), so one add each; they share the connection's pipeline.
-        await Promise.all(jobs.map((job, i) => withContext(contextOf(runs[i]!.traceParent), () => queues[kind].add(job.name, job.data, job.opts))));
-        return;
-      }
       // One job (a freed slot's next task, the usual case) without addBulk's MULTI.
       if (jobs.length === 1) await queues[kind].add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
       else if (jobs.length > 1) await queues[kind].addBulk(jobs);

@@ -1,5 +1,4 @@
 import { Queue } from 'bullmq';
-import { queueTelemetry } from '@taskapi/telemetry';
 import type { Cluster, Redis } from 'ioredis';
 import { WEBHOOK_QUEUE, deliveryJobId, type WebhookJob } from './catalog';
 import { withConnectionErrorsLoggedElsewhere } from './task-queues';
@@ -17,7 +16,7 @@ export interface WebhookQueue {
 /** Producer side of the webhook queue. */
 export function createWebhookQueue(connection: Redis | Cluster): WebhookQueue {
   const queue = withConnectionErrorsLoggedElsewhere(
-    new Queue<WebhookJob>(WEBHOOK_QUEUE.name, { connection, defaultJobOptions: WEBHOOK_QUEUE.defaultJobOptions, telemetry: queueTelemetry() }),
+    new Queue<WebhookJob>(WEBHOOK_QUEUE.name, { connection, defaultJobOptions: WEBHOOK_QUEUE.defaultJobOptions }),
   );
   return {
     queue,

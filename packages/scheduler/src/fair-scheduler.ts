@@ -40,21 +40,21 @@ export class FairScheduler implements TaskScheduler {
   /**
    * Adds what a command released to the queues. The command's answer stands once the script has
    * run: a job that could not be added is reported to `onQueueError` (the sweeper adds a released
-   * task's missing job), never thrown. `traceParents`: tasks whose runs are added in their traces.
+   * task's missing job), never thrown.
    */
-  private async settle<A>(reply: Releasing<A>, traceParents?: ReadonlyMap<string, string>): Promise<A> {
-    await this.queue(reply, traceParents).catch((err: unknown) => this.opts.onQueueError?.(err as Error));
+  private async settle<A>(reply: Releasing<A>): Promise<A> {
+    await this.queue(reply).catch((err: unknown) => this.opts.onQueueError?.(err as Error));
     return reply.answer;
   }
 
   /** Adds the released runs' jobs; settles when they are added. */
-  private queue(reply: Releasing<unknown>, traceParents?: ReadonlyMap<string, string>): Promise<void> {
+  private queue(reply: Releasing<unknown>): Promise<void> {
     if (reply.skipped.length > 0) this.opts.onSkipped?.(reply.skipped);
     const runs = new Map<TaskKind, TaskRun[]>();
     for (const r of reply.released) {
       if (!isTaskKind(r.kind)) continue;
       const list = runs.get(r.kind) ?? [];
-      list.push({ publicId: r.task, accountId: r.account, release: r.release, front: r.front, traceParent: traceParents?.get(r.task) });
+      list.push({ publicId: r.task, accountId: r.account, release: r.release, front: r.front });
       runs.set(r.kind, list);
     }
     if (runs.size === 0) return Promise.resolve();
@@ -67,11 +67,7 @@ export class FairScheduler implements TaskScheduler {
 
   async submitAndPlace(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<{ joined: number; positions: Map<string, TaskPosition> }> {
     const reply = await schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks });
-    // Tasks released by their own submission are added in their own traces; a task released
-    // later (a slot freed on a worker) is added outside any, and its run joins its trace from the row.
-    const traceParents = new Map<string, string>();
-    for (const t of tasks) if (t.traceParent) traceParents.set(t.publicId, t.traceParent);
-    const queued = this.queue(reply, traceParents);
+    const queued = this.queue(reply);
     if (opts.queued) opts.queued(queued);
     else await queued;
     const positions = new Map<string, TaskPosition>();
@@ -98,11 +94,11 @@ export class FairScheduler implements TaskScheduler {
   }
 
   async handBack(run: RunRelease, report?: WorkerReport): Promise<void> {
-    await this.settle(await schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release }), traced(run));
+    await this.settle(await schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release }));
   }
 
   async retryLater(run: RunRelease, delayMs: number, report?: WorkerReport): Promise<void> {
-    await this.settle(await schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs }), traced(run));
+    await this.settle(await schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs }));
   }
 
   async recount(): Promise<number> {
@@ -200,9 +196,4 @@ export class FairScheduler implements TaskScheduler {
     const { running, cap, waiting } = await schedulerCommands.account(this.redis, { scope: this.scope, accountId });
     return { running, maxRunning: cap, waiting: Object.values(waiting).reduce((a, b) => a + b, 0) };
   }
-}
-
-/** The run's task and its `traceparent`, when it has one. */
-function traced(run: RunRelease): ReadonlyMap<string, string> | undefined {
-  return run.traceParent ? new Map([[run.publicId, run.traceParent]]) : undefined;
 }

@@ -12,8 +12,6 @@ export interface NewTask {
    * 0 for a new task.
    */
   releasesUsed?: number;
-  /** The task's `traceparent` (docs/architecture.md, "Tracing"): its job is added in that trace. */
-  traceParent?: string | undefined;
   /** Seconds: within its account and kind, placed as if created that much earlier (default 0). */
   priority?: number | null | undefined;
   /** When it expires if it has not started (the scheduler never releases it after that). */
@@ -31,12 +29,10 @@ export interface TaskRunRef {
   createdAt: Date;
   /** The job's release number (1 for jobs queued before the scheduler). */
   release: number;
-  /** The task's `traceparent`: a hand-back or a retry is added again in the task's trace. */
-  traceParent?: string | undefined;
 }
 
 /** What re-releasing a run needs: its task and the release it was (a hand-back or retry of a later release changes nothing). */
-export type RunRelease = Pick<TaskRunRef, 'kind' | 'publicId' | 'accountId' | 'release' | 'traceParent'>;
+export type RunRelease = Pick<TaskRunRef, 'kind' | 'publicId' | 'accountId' | 'release'>;
 
 /** Idle slots of one worker process, per kind it runs. */
 export type IdleSlots = Partial<Record<TaskKind, number>>;

@@ -1,7 +1,7 @@
 import { context, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { getRPCMetadata, RPCType } from '@opentelemetry/core';
 import { telemetryMode } from './start-telemetry';
-import { childTraceParent, continuedTraceParent, parseTraceParent, traceIdOf } from './trace-context';
+import { childTraceParent, continuedTraceParent, parseTraceParent } from './trace-context';
 
 
 /** The active span's W3C `traceparent` (`00-<trace id>-<span id>-<flags>`), or undefined when there is none (tracing off). */
@@ -45,18 +45,6 @@ export function contextOf(traceParent: string | null | undefined): Context {
   const p = parseTraceParent(traceParent);
   if (!p) return ROOT_CONTEXT;
   return trace.setSpanContext(ROOT_CONTEXT, { traceId: p.traceId, spanId: p.parentId, traceFlags: parseInt(p.flags, 16) & 1, isRemote: true });
-}
-
-/**
- * The parent for a task's span: the active span when it is already in the task's trace (the
- * BullMQ consumer span of a job added in the task's context), else the task's stored
- * `traceparent` (a job the sweeper re-added after a Redis loss, or one released by another task).
- */
-export function taskContext(traceParent: string | null | undefined): Context {
-  const active = context.active();
-  const id = traceIdOf(traceParent);
-  if (id === undefined || activeTraceId(active) === id) return active;
-  return contextOf(traceParent);
 }
 
 /** Options of `inSpan`. */

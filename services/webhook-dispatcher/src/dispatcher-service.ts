@@ -1,7 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
-import { queueTelemetry } from '@taskapi/telemetry';
 import type { Config } from '@taskapi/config';
 import type { Database } from '@taskapi/db';
 import { createEgressClient } from '@taskapi/egress';
@@ -51,7 +50,6 @@ export async function startDispatcherService(
     }),
     {
       connection: redis,
-      telemetry: queueTelemetry(),
       concurrency: config.dispatcherConcurrency,
       // An attempt lasts at most the webhook timeout; the lock must outlive it.
       lockDuration: Math.max(30_000, config.webhookTimeoutMs * 2),

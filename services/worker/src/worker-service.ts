@@ -1,7 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Worker } from 'bullmq';
-import { queueTelemetry } from '@taskapi/telemetry';
 import type { Config } from '@taskapi/config';
 import type { Database } from '@taskapi/db';
 import { PREDICTION_UPDATED_CHANNEL, readPrediction, returnOrphanedPredictions, takeOrphanedPredictions, terminalStatusName, e2eSeconds } from '@taskapi/domain';
@@ -132,7 +131,6 @@ export async function startWorkerService(
     );
     const worker = new Worker<TaskJob, RunTaskOutcome>(TASK_QUEUES[kind].name, processor, {
       connection: redis,
-      telemetry: queueTelemetry(),
       concurrency: Math.min(config.workerConcurrency, cogServers[kind]?.capacity ?? config.workerConcurrency),
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerLockDurationMs,

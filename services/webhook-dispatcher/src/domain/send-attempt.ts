@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { EgressError, type EgressClient } from '@taskapi/egress';
 import { storableText } from '@taskapi/domain';
 import type { WebhookAttemptResult } from '@taskapi/queue';
-import { outgoingTraceParent, SpanKind, SpanStatusCode, startSpan, taskContext, traceIdOf, withContext } from '@taskapi/telemetry';
+import { contextOf, outgoingTraceParent, SpanKind, SpanStatusCode, startSpan, traceIdOf, withContext } from '@taskapi/telemetry';
 
 /** How much of a receiver's answer is read, and how much of it is kept for the console. */
 const MAX_RESPONSE_READ = 64 * 1024;
@@ -31,7 +31,7 @@ export async function sendAttempt(egress: EgressClient, req: WebhookRequest, tim
   // is made by hand: the task's trace, a new span id.
   const traced = startSpan('webhook attempt', {
     kind: SpanKind.CLIENT,
-    parent: taskContext(req.traceParent),
+    parent: contextOf(req.traceParent),
     attributes: { 'http.request.method': 'POST', 'server.address': new URL(req.url).hostname },
   });
   const traceParent = outgoingTraceParent(traced, req.traceParent);

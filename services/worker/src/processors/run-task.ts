@@ -4,7 +4,7 @@ import { TaskStatus } from '@taskapi/domain';
 import type { TaskKind } from '@taskapi/task-kinds';
 import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
-import { SpanStatusCode, startSpan, taskContext, withContext } from '@taskapi/telemetry';
+import { contextOf, SpanKind, SpanStatusCode, startSpan, withContext } from '@taskapi/telemetry';
 import { TASK_QUEUES, type TaskJob } from '@taskapi/queue';
 import type { Run, RunSystem, WorkerSlots } from '@taskapi/task-lifecycle';
 import { abortable, type Engine, type EngineOutput } from '@taskapi/engines';
@@ -66,6 +66,7 @@ export type RunTaskOutcome =
  */
 export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<TaskJob, RunTaskOutcome> {
   const schema = TASK_QUEUES[kind].schema;
+  const queueName = TASK_QUEUES[kind].name;
   // The two info lines of every task, written without winston's format chain; the rarer ones go
   // through a child logger made only when one is written.
   const startedLine = flatLineWriter(deps.logger, 'task started', ['public_id', 'job_id', 'kind', 'attempt', 'trace_id']);
@@ -96,11 +97,21 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
 
   async function carryOut(run: Run, jobId: string | undefined): Promise<RunTaskOutcome> {
     const { publicId, task } = run;
-    // The run's span joins the task's trace: under BullMQ's consumer span when the job was added
-    // in it, else under the creation's span (a job the sweeper re-added, or released by another task).
+    // The run's span is the job's consumer span, a child of the creation's (the task's stored
+    // `traceparent`), however the job came to be added: every run of a task is in its trace
+    // (docs/architecture.md, "Tracing").
     const traced = startSpan(`run ${kind}`, {
-      parent: taskContext(task.traceParent),
-      attributes: { 'taskapi.task.id': publicId, 'taskapi.task.kind': kind, 'taskapi.task.attempt': task.attempts, 'messaging.message.id': jobId ?? '' },
+      kind: SpanKind.CONSUMER,
+      parent: contextOf(task.traceParent),
+      attributes: {
+        'taskapi.task.id': publicId,
+        'taskapi.task.kind': kind,
+        'taskapi.task.attempt': task.attempts,
+        'messaging.system': 'bullmq',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': queueName,
+        'messaging.message.id': jobId ?? '',
+      },
     });
     let child: Logger | undefined;
     const log = () => (child ??= deps.logger.child({ public_id: publicId, job_id: jobId, kind, ...(traced.traceId ? { trace_id: traced.traceId } : {}) }));
