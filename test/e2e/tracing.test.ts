@@ -159,7 +159,7 @@ describe('a task traced end to end', () => {
     expect([roots.length, info]).toEqual([1, info]);
     const root = roots[0]!;
     expect(root).toMatchObject({ service: 'api', kind: KIND.server, name: 'POST /api/tasks/image-generation' });
-    expect(root.attributes['http.route']).toBe('/api/tasks/image-generation');
+    expect(root.attributes).toMatchObject({ 'http.route': '/api/tasks/image-generation', 'http.request.method': 'POST', 'http.response.status_code': 201, 'url.path': '/api/tasks/image-generation' });
     // Every span the collector has hangs from the root: no orphans, a single trace.
     for (const s of spans) if (s !== root) expect([s.name, ancestors(spans, s).at(-1)?.spanId]).toEqual([s.name, root.spanId]);
 
@@ -315,6 +315,20 @@ describe('a task traced end to end', () => {
     }, { what: 'the three access lines' });
     expect(lines.map((l) => l.trace_id)).toEqual([undefined, undefined, sampled.traceId]);
     expect((await waitFor(() => api.logs.find((l) => l.path === cancelPath), { what: "the cancel's access line" })).trace_id).toBe(cancel.traceId);
+  });
+
+  it("a worker's probes and scrapes: a server span only with a sampled traceparent", async () => {
+    const opsPort = await freePort();
+    const running = await worker({ OPS_PORT: String(opsPort) });
+    const sampled = callerTrace('01');
+    expect((await fetch(`http://127.0.0.1:${opsPort}/healthz`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${opsPort}/metrics`, { headers: { traceparent: callerTrace('00').header } })).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${opsPort}/metrics`, { headers: { traceparent: sampled.header } })).status).toBe(200);
+    await running.stop();
+    const fromWorker = collector.spans.filter((s) => s.resource['process.pid'] === running.child.pid && s.kind === KIND.server);
+    expect(fromWorker.map((s) => [s.name, s.traceId, s.parentSpanId, s.attributes['url.path'], s.attributes['http.response.status_code']])).toEqual([
+      ['GET', sampled.traceId, sampled.parentId, '/metrics', 200],
+    ]);
   });
 
   it("a read token in the query string never reaches a span's attributes", async () => {

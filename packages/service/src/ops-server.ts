@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { withServerSpans } from '@taskapi/telemetry';
 import { checkReadiness } from './readiness';
 import type { RedisTarget } from './redis-client';
 import { redisReadinessCheck } from './redis-readiness';
@@ -29,22 +30,25 @@ export async function startOpsServer(opts: {
 }): Promise<OpsServer> {
   registerReadinessMetrics(opts.registry, opts.service, opts.checks);
   registerTelemetryMetrics(opts.registry, opts.service);
-  const server = http.createServer((req, res) => {
-    const send = (status: number, type: string, body: string) => {
-      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
-      res.end(body);
-    };
-    void (async () => {
-      if (req.method !== 'GET') return send(405, 'application/json', '{"message":"Method not allowed."}');
-      if (req.url === '/healthz') return send(200, 'application/json', '{"status":"ok"}');
-      if (req.url === '/metrics') return send(200, opts.registry.contentType, await opts.registry.metrics());
-      if (req.url === '/readyz') {
-        const { ready, body } = await checkReadiness(opts.checks);
-        return send(ready ? 200 : 503, 'application/json', JSON.stringify(body));
-      }
-      send(404, 'application/json', '{"message":"Not found."}');
-    })().catch(() => send(500, 'application/json', '{"message":"Internal error."}'));
-  });
+  // Probes and scrapes are traced only when the caller sends a sampled `traceparent` (withServerSpans).
+  const server = http.createServer(
+    withServerSpans((req, res) => {
+      const send = (status: number, type: string, body: string) => {
+        res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+        res.end(body);
+      };
+      void (async () => {
+        if (req.method !== 'GET') return send(405, 'application/json', '{"message":"Method not allowed."}');
+        if (req.url === '/healthz') return send(200, 'application/json', '{"status":"ok"}');
+        if (req.url === '/metrics') return send(200, opts.registry.contentType, await opts.registry.metrics());
+        if (req.url === '/readyz') {
+          const { ready, body } = await checkReadiness(opts.checks);
+          return send(ready ? 200 : 503, 'application/json', JSON.stringify(body));
+        }
+        send(404, 'application/json', '{"message":"Not found."}');
+      })().catch(() => send(500, 'application/json', '{"message":"Internal error."}'));
+    }),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, resolve);

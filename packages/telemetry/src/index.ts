@@ -5,3 +5,4 @@ export { activeTraceId, activeTraceParent, contextOf, creationTraceParent, handC
 export type { Span, SpanOptions, StartedSpan } from './spans';
 export { childTraceParent, continuedTraceParent, newSpanId, newTraceId, parseTraceParent, traceIdOf } from './trace-context';
 export type { TraceParent } from './trace-context';
+export { redactedQuery, withServerSpans } from './server-spans';

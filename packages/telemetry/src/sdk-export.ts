@@ -20,11 +20,9 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace';
+import { REDACTED_QUERY_PARAMS } from './server-spans';
 import { MAX_QUEUED_SPANS, type TelemetrySettings } from './start-telemetry';
 import { TracePolicySampler } from './trace-policy';
-
-/** Query parameters whose values spans never carry: the instrumentation's defaults and our read token. */
-export const REDACTED_QUERY_PARAMS = ['sig', 'Signature', 'AWSAccessKeyId', 'X-Goog-Signature', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token', 'access_token'];
 
 /** Counts (and warns once of) spans that were dropped. */
 type Dropped = (n: number, why: string) => void;
@@ -121,11 +119,11 @@ export function createExportingSdk(service: string, settings: TelemetrySettings,
     sampler: new ParentBasedSampler({ root: new TracePolicySampler(new TraceIdRatioBasedSampler(settings.samplerRatio)) }),
     spanProcessors: [new BoundedExport(dropped, new Exporter({ url: `${settings.endpoint}/v1/traces`, headers: { ...settings.headers }, timeoutMillis: 10_000 }))],
     instrumentations: [
-      // No Express instrumentation: the route table names the server span and sets http.route
-      // (nameServerSpan), and a span per middleware was a large part of the cost of a read.
-      // `access_token` is a browser read token (docs/api.md): never in a span. The list replaces the
-      // instrumentation's own, so its cloud-signature names are repeated here.
-      new HttpInstrumentation({ redactedQueryParams: REDACTED_QUERY_PARAMS, redactedQueryParamsServer: REDACTED_QUERY_PARAMS }),
+      // Client spans only: server spans are made by `withServerSpans`, which makes none for a
+      // request the trace policy leaves out. No Express instrumentation: the route table names
+      // the server span and sets http.route (nameServerSpan), and a span per middleware was a
+      // large part of the cost of a read. The redaction list replaces the instrumentation's own.
+      new HttpInstrumentation({ disableIncomingRequestInstrumentation: true, redactedQueryParams: REDACTED_QUERY_PARAMS }),
       new UndiciInstrumentation({ ignoreRequestHook: namesItsParent }),
       // A span per command: most of a task's spans and of their cost, so only when asked for.
       ...(enabled.has('pg') ? [new PgInstrumentation({ requireParentSpan: true })] : []),

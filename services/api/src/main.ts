@@ -2,6 +2,7 @@ import './tracing';
 import http from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { runService } from '@taskapi/service';
+import { withServerSpans } from '@taskapi/telemetry';
 import { createApp } from './app';
 import { createApiDeps } from './deps';
 import { startHousekeeping } from './domain/housekeeping';
@@ -11,7 +12,7 @@ const IN_FLIGHT_GRACE_MS = 10_000;
 
 runService({ name: 'api', stopTimeoutMs: (config) => config.shutdownDrainMs + IN_FLIGHT_GRACE_MS + 5_000 }, async (config, logger) => {
   const deps = await createApiDeps(config, logger, { defaultMetrics: true });
-  const server = http.createServer(createApp(deps));
+  const server = http.createServer(withServerSpans(createApp(deps)));
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
   server.headersTimeout = config.keepAliveTimeoutMs + 1_000;
   server.requestTimeout = 120_000;

@@ -1,0 +1,90 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes } from '@opentelemetry/api';
+import { RPCType, setRPCMetadata } from '@opentelemetry/core';
+import { telemetryMode } from './start-telemetry';
+import { tracedByDefault } from './traced-requests';
+
+/**
+ * Query parameters whose values spans never carry: the HTTP instrumentation's defaults (cloud
+ * storage signatures) and our read token (`access_token`, docs/api.md).
+ */
+export const REDACTED_QUERY_PARAMS = ['sig', 'Signature', 'AWSAccessKeyId', 'X-Goog-Signature', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token', 'access_token'];
+const REDACTED = new Set(REDACTED_QUERY_PARAMS);
+
+type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** `url.query` as a span carries it: the values of `REDACTED_QUERY_PARAMS` replaced by `REDACTED`. */
+export function redactedQuery(query: string): string {
+  return query
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      return eq !== -1 && REDACTED.has(pair.slice(0, eq)) ? `${pair.slice(0, eq)}=REDACTED` : pair;
+    })
+    .join('&');
+}
+
+/** `host[:port]` of a Host header, split (an IPv6 literal keeps its brackets off). */
+function hostAndPort(host: string | undefined): { address?: string; port?: number } {
+  if (!host) return {};
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(host);
+  if (!m) return {};
+  return { address: m[1]!.replace(/^\[|\]$/g, ''), ...(m[2] ? { port: Number(m[2]) } : {}) };
+}
+
+/**
+ * The HTTP server span of each request a process serves (docs/architecture.md, "Tracing"), made
+ * here rather than by the HTTP instrumentation's server side (which is turned off): a request the
+ * trace policy leaves out — no `traceparent` and not a write (`tracedByDefault`) — gets no span
+ * and no context at all, where the instrumentation paid for one (its attributes, the sampler,
+ * binding the request and response to a context) on every read, probe and scrape. The others get
+ * the span the instrumentation made, by the same names and attributes: `<METHOD>` until the route
+ * table names it (`nameServerSpan`), the caller's `traceparent` as its parent (the sampler keeps
+ * the caller's decision), `url.query` redacted, the status code, an error status for a 5xx.
+ * Without the SDK exporting (`telemetryMode`), `listener` itself.
+ */
+export function withServerSpans(listener: RequestListener): RequestListener {
+  if (telemetryMode() !== 'export') return listener;
+  const tracer = trace.getTracer('taskapi-http');
+  return (req, res) => {
+    const method = req.method ?? 'GET';
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (req.headers.traceparent === undefined && !tracedByDefault(method, path)) {
+      listener(req, res);
+      return;
+    }
+    const { address, port } = hostAndPort(req.headers.host);
+    const attributes: Attributes = {
+      'http.request.method': method,
+      'url.scheme': 'encrypted' in req.socket ? 'https' : 'http',
+      'url.path': path,
+      'network.protocol.version': req.httpVersion,
+    };
+    if (q !== -1) attributes['url.query'] = redactedQuery(url.slice(q + 1));
+    if (address !== undefined) attributes['server.address'] = address;
+    if (port !== undefined) attributes['server.port'] = port;
+    if (req.socket.remoteAddress !== undefined) attributes['client.address'] = req.socket.remoteAddress;
+    const userAgent = req.headers['user-agent'];
+    if (userAgent !== undefined) attributes['user_agent.original'] = userAgent;
+    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent);
+    const ctx = setRPCMetadata(trace.setSpan(parent, span), { type: RPCType.HTTP, span });
+    // Listeners the request's handlers add (a body parser's `end`, the access line's `finish`) run
+    // in the span's context, not in the connection's.
+    context.bind(ctx, req);
+    context.bind(ctx, res);
+    res.once('close', () => {
+      if (span.isRecording()) {
+        span.setAttribute('http.response.status_code', res.statusCode);
+        if (res.statusCode >= 500) {
+          span.setAttribute('error.type', String(res.statusCode));
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+      }
+      span.end();
+    });
+    context.with(ctx, () => listener(req, res));
+  };
+}
