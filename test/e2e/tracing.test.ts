@@ -223,6 +223,10 @@ describe('a task traced end to end', () => {
     ]);
     expect(hooks.map((h) => h.headers.traceparent)).toEqual(attempts.map((a) => `00-${traceId}-${a.spanId}-01`));
     for (const a of attempts) expect(ancestors(spans, a).at(-1)).toBe(root);
+    // The model server's webhooks to the API are traced (POSTs); their URL's token never is.
+    const modelHooks = collector.spans.filter((s) => String(s.attributes['url.path'] ?? '').startsWith('/internal/model-webhooks/'));
+    expect(modelHooks.length).toBeGreaterThan(0);
+    for (const s of modelHooks) expect(s.attributes['url.path']).toMatch(/^\/internal\/model-webhooks\/[^/]+\/\[token\]$/);
     // BullMQ makes no spans, in any trace: not for the jobs (added, run, completed, failed), nor for a
     // worker's own housekeeping (its lock renewals every 500 ms while the video ran, its stalled-job checks).
     const bullmqSpan = /^(add|addBulk|process|complete|fail|retry|delay|getNextJob|extendLocks|moveStalledJobsToWait|startStalledCheckTimer|close) /;
@@ -362,6 +366,21 @@ describe('a task traced end to end', () => {
     });
     expect(spans.find((s) => s.parentSpanId === '')).toMatchObject({ service: 'api', name: 'POST /api/tasks/video-generation' });
     expect((await fetch(`${base}/api/tasks/${publicId}/cancel`, { method: 'POST', headers: withKey(key) })).status).toBe(200);
+
+    // A worker's run: the statements and Redis calls that end it are under its run span.
+    const running = await worker({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'pg,ioredis' });
+    const image = await created('image-generation', { prompt: 'command spans in a run', width: 64, height: 64 });
+    expect((await waitForTask(system.api, key.plaintext, image)).status).toBe(20);
+    const imageTrace = (await accessLine(image)).trace_id as string;
+    const inRun = (x: ReceivedSpan[]) => {
+      const run = x.find((s) => s.name === 'run image-generation');
+      return run ? x.filter((s) => s.service === 'worker' && dbSystem(s) !== undefined && ancestors(x, s).includes(run)) : [];
+    };
+    const runSpans = await collector.waitForTrace(imageTrace, (x) => inRun(x).some((s) => dbSystem(s) === 'postgresql') && inRun(x).some((s) => dbSystem(s) === 'redis'), {
+      what: "pg and ioredis spans under the worker's run span",
+    });
+    expect(inRun(runSpans).length).toBeGreaterThan(1);
+    await running.stop();
     await verbose.stop();
   }, 60_000);
 

@@ -13,13 +13,22 @@ const REDACTED = new Set(REDACTED_QUERY_PARAMS);
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** `url.query` as a span carries it: the values of `REDACTED_QUERY_PARAMS` replaced by `REDACTED`. */
+/** A query parameter's name as a query parser reads it (`access%5Ftoken` is `access_token`). */
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' '));
+  } catch {
+    return name;
+  }
+}
+
+/** `url.query` as a span carries it: the values of `REDACTED_QUERY_PARAMS` replaced by `REDACTED`, however the name is encoded. */
 export function redactedQuery(query: string): string {
   return query
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=');
-      return eq !== -1 && REDACTED.has(pair.slice(0, eq)) ? `${pair.slice(0, eq)}=REDACTED` : pair;
+      return eq !== -1 && REDACTED.has(decodedName(pair.slice(0, eq))) ? `${pair.slice(0, eq)}=REDACTED` : pair;
     })
     .join('&');
 }
@@ -41,31 +50,35 @@ function hostAndPort(host: string | undefined): { address?: string; port?: numbe
  * the span the instrumentation made, by the same names and attributes: `<METHOD>` until the route
  * table names it (`nameServerSpan`), the caller's `traceparent` as its parent (the sampler keeps
  * the caller's decision), `url.query` redacted, the status code, an error status for a 5xx.
- * Without the SDK exporting (`telemetryMode`), `listener` itself.
+ * `opts.path` rewrites the path a span carries (a capability token in it). Without the SDK
+ * exporting (`telemetryMode`), `listener` itself.
  */
-export function withServerSpans(listener: RequestListener): RequestListener {
+export function withServerSpans(listener: RequestListener, opts: { path?: (path: string) => string } = {}): RequestListener {
   if (telemetryMode() !== 'export') return listener;
   const tracer = trace.getTracer('taskapi-http');
+  const spanPath = opts.path ?? ((path: string) => path);
   return (req, res) => {
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     if (req.headers.traceparent === undefined && !tracedByDefault(method, path)) {
-      listener(req, res);
+      // In no trace, whatever context the connection's callbacks resumed in.
+      context.with(ROOT_CONTEXT, () => listener(req, res));
       return;
     }
     const { address, port } = hostAndPort(req.headers.host);
     const attributes: Attributes = {
       'http.request.method': method,
       'url.scheme': 'encrypted' in req.socket ? 'https' : 'http',
-      'url.path': path,
+      'url.path': spanPath(path),
       'network.protocol.version': req.httpVersion,
     };
     if (q !== -1) attributes['url.query'] = redactedQuery(url.slice(q + 1));
     if (address !== undefined) attributes['server.address'] = address;
     if (port !== undefined) attributes['server.port'] = port;
-    if (req.socket.remoteAddress !== undefined) attributes['client.address'] = req.socket.remoteAddress;
+    if (req.socket.remoteAddress !== undefined) attributes['network.peer.address'] = req.socket.remoteAddress;
+    if (req.socket.remotePort !== undefined) attributes['network.peer.port'] = req.socket.remotePort;
     const userAgent = req.headers['user-agent'];
     if (userAgent !== undefined) attributes['user_agent.original'] = userAgent;
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
@@ -78,6 +91,11 @@ export function withServerSpans(listener: RequestListener): RequestListener {
     res.once('close', () => {
       if (span.isRecording()) {
         span.setAttribute('http.response.status_code', res.statusCode);
+        // The client's address as Express reads it (`trust proxy`: behind a load balancer, the
+        // forwarded one), else the peer's.
+        const ip = (req as { ip?: unknown }).ip;
+        const client = typeof ip === 'string' ? ip : req.socket.remoteAddress;
+        if (client !== undefined) span.setAttribute('client.address', client);
         if (res.statusCode >= 500) {
           span.setAttribute('error.type', String(res.statusCode));
           span.setStatus({ code: SpanStatusCode.ERROR });

@@ -1,5 +1,5 @@
-// Pure, and without the SDK's modules: `withServerSpans` runs in every process that exports,
-// `TracePolicySampler` (which loads the SDK) only where the SDK is loaded.
+// Pure, and without the SDK's modules: `withServerSpans` (server-spans.ts) is loaded in every
+// process, `TracePolicySampler` (trace-policy.ts, which loads the SDK) only with an endpoint.
 
 /**
  * Which requests start a trace of their own (docs/architecture.md, "Tracing"): what changes a

@@ -1,7 +1,7 @@
 // What starts a trace when the SDK exports (docs/architecture.md, "Tracing"): writes do; reads,
 // event streams, the public routes, probes and /metrics do not, unless the caller's sampled
 // `traceparent` says so (the parent-based sampler's part, checked end to end in
-// test/e2e/tracing.test.ts). The sampler is asked exactly as the HTTP instrumentation asks it.
+// test/e2e/tracing.test.ts). The sampler is asked exactly as a server span (withServerSpans) asks it.
 import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
 import { AlwaysOnSampler, SamplingDecision } from '@opentelemetry/sdk-trace';
 import { tracedByDefault, TracePolicySampler } from '../src/trace-policy';

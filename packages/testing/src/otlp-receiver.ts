@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { waitFor } from './wait';
 
-/** A span's link to another span (BullMQ's consumer span, say, linking its producer). */
+/** A span's link to another span (a batch's span, say, linking the spans it gathers). */
 export interface ReceivedLink {
   traceId: string;
   spanId: string;

@@ -5,6 +5,7 @@ import { runService } from '@taskapi/service';
 import { withServerSpans } from '@taskapi/telemetry';
 import { createApp } from './app';
 import { createApiDeps } from './deps';
+import { pathOf } from './http/observe';
 import { startHousekeeping } from './domain/housekeeping';
 
 /** Requests still running this long after the listener closed are cut off. */
@@ -12,7 +13,7 @@ const IN_FLIGHT_GRACE_MS = 10_000;
 
 runService({ name: 'api', stopTimeoutMs: (config) => config.shutdownDrainMs + IN_FLIGHT_GRACE_MS + 5_000 }, async (config, logger) => {
   const deps = await createApiDeps(config, logger, { defaultMetrics: true });
-  const server = http.createServer(withServerSpans(createApp(deps)));
+  const server = http.createServer(withServerSpans(createApp(deps), { path: pathOf }));
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
   server.headersTimeout = config.keepAliveTimeoutMs + 1_000;
   server.requestTimeout = 120_000;

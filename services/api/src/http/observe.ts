@@ -16,8 +16,8 @@ export const UNMATCHED_ROUTE = 'unmatched';
 // prediction's result), which the access line must not carry.
 const MODEL_WEBHOOK_PREFIX = `${MODEL_WEBHOOK_PATH}/`;
 
-/** The path to log: no query string, and no token of a model webhook URL. */
-const pathOf = (url: string) => {
+/** The path to log (and to put on a span): no query string, and no token of a model webhook URL. */
+export const pathOf = (url: string) => {
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   if (!path.startsWith(MODEL_WEBHOOK_PREFIX)) return path;

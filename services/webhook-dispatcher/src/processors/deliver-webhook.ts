@@ -4,6 +4,7 @@ import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
 import { WEBHOOK_QUEUE, type WebhookAttemptResult, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
 import { retryWhileUnavailable } from '@taskapi/service';
+import { contextOf, withContext } from '@taskapi/telemetry';
 import { attemptTurn } from '../domain/attempt-turn';
 import { retryDueInMs, stateAfterAttempt } from '../domain/retry-schedule';
 import { sendAttempt, unknownResult, type WebhookRequest } from '../domain/send-attempt';
@@ -82,7 +83,7 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
       const claimed = await claimAndLoad(deps.db, { deliveryId, attempt, accountId: jobAccountId, ciphertext: known.ciphertext, startedAt: now });
       if (claimed) {
         const result = await sendAttempt(deps.egress, webhookRequest(claimed, known.keys, attempt, now), deps.timeoutMs);
-        return finishAttempt(deps, delivered, job, { ...fields, public_id: claimed.public_id }, result, jobAccountId);
+        return withContext(contextOf(claimed.trace_parent), () => finishAttempt(deps, delivered, job, { ...fields, public_id: claimed.public_id }, result, jobAccountId));
       }
     }
 
@@ -103,9 +104,12 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
     // Built before the claim, so that a request that cannot be built (an undecryptable secret)
     // never takes a number.
     const request = buildRequest(deps, secrets, delivery, attempt, startedAt);
-    if (!(await claimAttempt(deps.db, deliveryId, attempt, startedAt))) return SKIPPED;
-    const result = await sendAttempt(deps.egress, request, deps.timeoutMs);
-    return finishAttempt(deps, delivered, job, { ...fields, public_id: delivery.public_id }, result, delivery.account_id);
+    // Once the delivery is known, its statements and Redis calls (opt-in command spans) are in its task's trace.
+    return withContext(contextOf(delivery.trace_parent), async () => {
+      if (!(await claimAttempt(deps.db, deliveryId, attempt, startedAt))) return SKIPPED;
+      const result = await sendAttempt(deps.egress, request, deps.timeoutMs);
+      return finishAttempt(deps, delivered, job, { ...fields, public_id: delivery.public_id }, result, delivery.account_id);
+    });
   };
 }
 

@@ -155,7 +155,9 @@ export function runTaskProcessor(deps: RunTaskDeps, kind: TaskKind): Processor<T
             timeoutMs: deps.timeoutMs,
           });
       if (ending.kind !== 'complete' && ending.kind !== 'cancelled') traced.span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-      return await end(run, ending, { output, error, log, observe, jobId, traceId: traced.traceId });
+      // In the run's span, as the engine's requests are: its statements and Redis calls (opt-in
+      // command spans) are the run's.
+      return await withContext(traced.context, () => end(run, ending, { output, error, log, observe, jobId, traceId: traced.traceId }));
     } finally {
       traced.span.end();
     }
