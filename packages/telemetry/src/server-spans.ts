@@ -63,8 +63,11 @@ export function withServerSpans(listener: RequestListener, opts: { path?: (path:
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     if (req.headers.traceparent === undefined && !tracedByDefault(method, path)) {
-      // In no trace, whatever context the connection's callbacks resumed in.
-      context.with(ROOT_CONTEXT, () => listener(req, res));
+      // In no trace, even when the connection resumed in a traced request's context (the next of
+      // pipelined requests starts when the one before has finished); the check costs less than
+      // entering a context on every read.
+      if (trace.getSpan(context.active()) === undefined) listener(req, res);
+      else context.with(ROOT_CONTEXT, () => listener(req, res));
       return;
     }
     const { address, port } = hostAndPort(req.headers.host);
