@@ -47,9 +47,10 @@ function hostAndPort(host: string | undefined): { address?: string; port?: numbe
  * trace policy leaves out — no `traceparent` and not a write (`tracedByDefault`) — gets no span
  * and no context at all, where the instrumentation paid for one (its attributes, the sampler,
  * binding the request and response to a context) on every read, probe and scrape. The others get
- * the span the instrumentation made, by the same names and attributes: `<METHOD>` until the route
- * table names it (`nameServerSpan`), the caller's `traceparent` as its parent (the sampler keeps
- * the caller's decision), `url.query` redacted, the status code, an error status for a 5xx.
+ * a span named as the instrumentation named it — `<METHOD>` until the route table names it
+ * (`nameServerSpan`) — with the attributes listed in docs/architecture.md ("Server spans"), the
+ * caller's `traceparent` as its parent (the sampler keeps the caller's decision), `url.query`
+ * redacted, the status code, an error status for a 5xx.
  * `opts.path` rewrites the path a span carries (a capability token in it). Without the SDK
  * exporting (`telemetryMode`), `listener` itself.
  */
