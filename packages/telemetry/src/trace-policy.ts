@@ -2,8 +2,6 @@ import { SpanKind, type Attributes, type Context, type Link } from '@opentelemet
 import { SamplingDecision, type Sampler, type SamplingResult } from '@opentelemetry/sdk-trace';
 import { tracedByDefault } from './traced-requests';
 
-export { tracedByDefault };
-
 const NOT_RECORDED: SamplingResult = { decision: SamplingDecision.NOT_RECORD };
 
 /**

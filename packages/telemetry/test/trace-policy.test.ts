@@ -4,7 +4,8 @@
 // test/e2e/tracing.test.ts). The sampler is asked exactly as a server span (withServerSpans) asks it.
 import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
 import { AlwaysOnSampler, SamplingDecision } from '@opentelemetry/sdk-trace';
-import { tracedByDefault, TracePolicySampler } from '../src/trace-policy';
+import { TracePolicySampler } from '../src/trace-policy';
+import { tracedByDefault } from '../src/traced-requests';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 

@@ -82,8 +82,11 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
       const now = new Date();
       const claimed = await claimAndLoad(deps.db, { deliveryId, attempt, accountId: jobAccountId, ciphertext: known.ciphertext, startedAt: now });
       if (claimed) {
-        const result = await sendAttempt(deps.egress, webhookRequest(claimed, known.keys, attempt, now), deps.timeoutMs);
-        return withContext(contextOf(claimed.trace_parent), () => finishAttempt(deps, delivered, job, { ...fields, public_id: claimed.public_id }, result, jobAccountId));
+        // As below: from here on, in the task's trace.
+        return withContext(contextOf(claimed.trace_parent), async () => {
+          const result = await sendAttempt(deps.egress, webhookRequest(claimed, known.keys, attempt, now), deps.timeoutMs);
+          return finishAttempt(deps, delivered, job, { ...fields, public_id: claimed.public_id }, result, jobAccountId);
+        });
       }
     }
 
