@@ -153,7 +153,8 @@ describe('a task traced end to end', () => {
     expect(running.logs).toContainEqual(expect.objectContaining({ message: 'task started', public_id: publicId, trace_id: traceId }));
     expect(dispatcher.logs).toContainEqual(expect.objectContaining({ message: 'webhook delivered', public_id: publicId, trace_id: traceId }));
 
-    const spans = await collector.waitForTrace(traceId, (s) => s.some((x) => x.name === 'webhook attempt') && s.some((x) => x.name === 'run image-generation'));
+    const expected = ['POST /api/tasks/image-generation', 'send {tasks-image-generation}', 'run image-generation', 'send {webhooks}', 'deliver webhook', 'webhook attempt'];
+    const spans = await collector.waitForTrace(traceId, (s) => expected.every((name) => s.some((x) => x.name === name)));
     const info = `\n${tree(spans)}`;
     const roots = spans.filter((s) => s.parentSpanId === '');
     expect([roots.length, info]).toEqual([1, info]);
@@ -165,20 +166,42 @@ describe('a task traced end to end', () => {
 
     // PostgreSQL and Redis command spans are opt-in (OTEL_NODE_ENABLED_INSTRUMENTATIONS).
     expect([spans.filter((s) => dbSystem(s) !== undefined).map((s) => s.name), info]).toEqual([[], info]);
-    const run = spans.find((s) => s.name === 'run image-generation')!;
-    const attempt = spans.find((s) => s.name === 'webhook attempt')!;
-    // The run is the job's consumer span, the attempt a client span, both children of the creation's.
+    const one = (name: string) => {
+      const found = spans.filter((s) => s.name === name);
+      expect([name, found.length, info]).toEqual([name, 1, info]);
+      return found[0]!;
+    };
+    const taskJob = one('send {tasks-image-generation}');
+    const run = one('run image-generation');
+    const webhookJob = one('send {webhooks}');
+    const delivery = one('deliver webhook');
+    const attempt = one('webhook attempt');
+    const messaging = (operation: string, queue: string, jobId: string) =>
+      expect.objectContaining({ 'messaging.system': 'bullmq', 'messaging.operation.type': operation, 'messaging.destination.name': queue, 'messaging.message.id': jobId });
+    // Each job: a producer span where it is added, a consumer span where it is run (the task's
+    // run, the webhook's delivery), all in the task's trace.
+    expect(taskJob).toMatchObject({ service: 'api', kind: KIND.producer, parentSpanId: root.spanId, attributes: messaging('send', '{tasks-image-generation}', publicId) });
     expect(run).toMatchObject({
       service: 'worker',
       kind: KIND.consumer,
       parentSpanId: root.spanId,
-      attributes: expect.objectContaining({ 'messaging.system': 'bullmq', 'messaging.destination.name': '{tasks-image-generation}', 'taskapi.task.id': publicId, 'taskapi.task.attempt': 1 }),
+      attributes: messaging('process', '{tasks-image-generation}', publicId),
     });
-    expect(attempt).toMatchObject({ service: 'webhook-dispatcher', kind: KIND.client, parentSpanId: root.spanId, attributes: expect.objectContaining({ 'http.response.status_code': 204 }) });
+    expect(run.attributes).toMatchObject({ 'taskapi.task.id': publicId, 'taskapi.task.attempt': 1 });
+    const webhookJobId = String(webhookJob.attributes['messaging.message.id']);
+    expect(webhookJob).toMatchObject({ service: 'worker', kind: KIND.producer, parentSpanId: run.spanId, attributes: messaging('send', '{webhooks}', webhookJobId) });
+    expect(delivery).toMatchObject({ service: 'webhook-dispatcher', kind: KIND.consumer, parentSpanId: root.spanId, attributes: messaging('process', '{webhooks}', webhookJobId) });
+    expect(delivery.attributes).toMatchObject({ 'taskapi.task.id': publicId, 'taskapi.webhook.attempt': 1 });
+    expect(attempt).toMatchObject({ service: 'webhook-dispatcher', kind: KIND.client, parentSpanId: delivery.spanId, attributes: expect.objectContaining({ 'http.response.status_code': 204 }) });
     expect(hook!.headers.traceparent).toBe(`00-${traceId}-${attempt.spanId}-01`);
-    // A task's steps only, three spans: no producer or consumer span of BullMQ's for either job.
-    const names = (service: string) => spans.filter((s) => s.service === service).map((s) => s.name);
-    expect([names('api'), names('worker'), names('webhook-dispatcher'), info]).toEqual([['POST /api/tasks/image-generation'], ['run image-generation'], ['webhook attempt'], info]);
+    // The task's steps only: no span of BullMQ's own (the `telemetry` option is not used).
+    const names = (service: string) => spans.filter((s) => s.service === service).map((s) => s.name).sort();
+    expect([names('api'), names('worker'), names('webhook-dispatcher'), info]).toEqual([
+      ['POST /api/tasks/image-generation', 'send {tasks-image-generation}'],
+      ['run image-generation', 'send {webhooks}'],
+      ['deliver webhook', 'webhook attempt'],
+      info,
+    ]);
     await running.stop();
   }, 60_000);
 
@@ -207,7 +230,10 @@ describe('a task traced end to end', () => {
     const hooks = receiver.at('/retry');
     expect(hooks.map((h) => h.headers.traceparent)).toEqual([expect.stringContaining(`00-${traceId}-`), expect.stringContaining(`00-${traceId}-`)]);
 
-    const spans = await collector.waitForTrace(traceId, (s) => s.filter((x) => x.name === 'webhook attempt').length === 2);
+    const spans = await collector.waitForTrace(
+      traceId,
+      (s) => s.filter((x) => x.name === 'webhook attempt').length === 2 && s.filter((x) => x.name === 'deliver webhook').length === 2 && s.some((x) => x.name === 'run video-generation'),
+    );
     const info = `\n${tree(spans)}`;
     const root = spans.find((s) => s.parentSpanId === '')!;
     expect([root?.service, root?.name, info]).toEqual(['api', 'POST /api/tasks/video-generation', info]);
@@ -223,6 +249,12 @@ describe('a task traced end to end', () => {
     ]);
     expect(hooks.map((h) => h.headers.traceparent)).toEqual(attempts.map((a) => `00-${traceId}-${a.spanId}-01`));
     for (const a of attempts) expect(ancestors(spans, a).at(-1)).toBe(root);
+    // The retry's job is added by the first attempt's delivery: its producer span is under that
+    // delivery's consumer span, and the second delivery runs that job.
+    const deliveries = spans.filter((s) => s.name === 'deliver webhook').sort((a, b) => Number(a.startNs - b.startNs));
+    expect([deliveries.map((d) => d.spanId), info]).toEqual([attempts.map((a) => a.parentSpanId), info]);
+    const retryJob = spans.find((s) => s.name === 'send {webhooks}' && s.service === 'webhook-dispatcher');
+    expect([retryJob?.parentSpanId, retryJob?.attributes['messaging.message.id'], info]).toEqual([deliveries[0]!.spanId, deliveries[1]!.attributes['messaging.message.id'], info]);
     // The model server's webhooks to the API are traced (POSTs); their URL's token never is.
     const modelHooks = collector.spans.filter((s) => String(s.attributes['url.path'] ?? '').startsWith('/internal/model-webhooks/'));
     expect(modelHooks.length).toBeGreaterThan(0);

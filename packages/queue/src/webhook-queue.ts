@@ -1,12 +1,14 @@
 import { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
+import { activeContext, inSendSpans } from '@taskapi/telemetry';
 import { WEBHOOK_QUEUE, deliveryJobId, type WebhookJob } from './catalog';
 import { withConnectionErrorsLoggedElsewhere } from './task-queues';
 
 export interface WebhookQueue {
   queue: Queue<WebhookJob>;
   /**
-   * Schedules one attempt of a delivery (idempotent: the job id is delivery id + attempt number).
+   * Schedules one attempt of a delivery (idempotent: the job id is delivery id + attempt number),
+   * its producer span in the active trace (docs/architecture.md, "Tracing").
    * @param delayMs wait before the attempt, in milliseconds (0 = now).
    * @param accountId the delivery's account, when known (lets the dispatcher claim and load at once).
    */
@@ -22,7 +24,9 @@ export function createWebhookQueue(connection: Redis | Cluster): WebhookQueue {
     queue,
     async enqueueAttempt(deliveryId, attempt, delayMs = 0, accountId) {
       const data = WEBHOOK_QUEUE.schema.parse(accountId === undefined ? { delivery_id: deliveryId, attempt } : { delivery_id: deliveryId, attempt, account_id: accountId });
-      await queue.add('deliver', data, { jobId: deliveryJobId(deliveryId, attempt), delay: delayMs });
+      const jobId = deliveryJobId(deliveryId, attempt);
+      // Added in its caller's trace (a run's, a delivery's): the task's.
+      await inSendSpans(queue.name, [{ jobId, parent: activeContext() }], () => queue.add('deliver', data, { jobId, delay: delayMs }));
     },
   };
 }

@@ -40,21 +40,21 @@ export class FairScheduler implements TaskScheduler {
   /**
    * Adds what a command released to the queues. The command's answer stands once the script has
    * run: a job that could not be added is reported to `onQueueError` (the sweeper adds a released
-   * task's missing job), never thrown.
+   * task's missing job), never thrown. `traceParents`: tasks whose jobs get producer spans, in their traces.
    */
-  private async settle<A>(reply: Releasing<A>): Promise<A> {
-    await this.queue(reply).catch((err: unknown) => this.opts.onQueueError?.(err as Error));
+  private async settle<A>(reply: Releasing<A>, traceParents?: ReadonlyMap<string, string>): Promise<A> {
+    await this.queue(reply, traceParents).catch((err: unknown) => this.opts.onQueueError?.(err as Error));
     return reply.answer;
   }
 
   /** Adds the released runs' jobs; settles when they are added. */
-  private queue(reply: Releasing<unknown>): Promise<void> {
+  private queue(reply: Releasing<unknown>, traceParents?: ReadonlyMap<string, string>): Promise<void> {
     if (reply.skipped.length > 0) this.opts.onSkipped?.(reply.skipped);
     const runs = new Map<TaskKind, TaskRun[]>();
     for (const r of reply.released) {
       if (!isTaskKind(r.kind)) continue;
       const list = runs.get(r.kind) ?? [];
-      list.push({ publicId: r.task, accountId: r.account, release: r.release, front: r.front });
+      list.push({ publicId: r.task, accountId: r.account, release: r.release, front: r.front, traceParent: traceParents?.get(r.task) });
       runs.set(r.kind, list);
     }
     if (runs.size === 0) return Promise.resolve();
@@ -67,7 +67,12 @@ export class FairScheduler implements TaskScheduler {
 
   async submitAndPlace(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<{ joined: number; positions: Map<string, TaskPosition> }> {
     const reply = await schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks });
-    const queued = this.queue(reply);
+    // Tasks released by their own submission get producer spans in their own traces; a task
+    // released later (a slot freed on a worker) gets none, as what releases it does not know its
+    // trace, and its run joins its trace from the row.
+    const traceParents = new Map<string, string>();
+    for (const t of tasks) if (t.traceParent) traceParents.set(t.publicId, t.traceParent);
+    const queued = this.queue(reply, traceParents);
     if (opts.queued) opts.queued(queued);
     else await queued;
     const positions = new Map<string, TaskPosition>();
@@ -94,11 +99,11 @@ export class FairScheduler implements TaskScheduler {
   }
 
   async handBack(run: RunRelease, report?: WorkerReport): Promise<void> {
-    await this.settle(await schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release }));
+    await this.settle(await schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release }), traced(run));
   }
 
   async retryLater(run: RunRelease, delayMs: number, report?: WorkerReport): Promise<void> {
-    await this.settle(await schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs }));
+    await this.settle(await schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs }), traced(run));
   }
 
   async recount(): Promise<number> {
@@ -196,4 +201,9 @@ export class FairScheduler implements TaskScheduler {
     const { running, cap, waiting } = await schedulerCommands.account(this.redis, { scope: this.scope, accountId });
     return { running, maxRunning: cap, waiting: Object.values(waiting).reduce((a, b) => a + b, 0) };
   }
+}
+
+/** The run's task and its `traceparent`, when it has one. */
+function traced(run: RunRelease): ReadonlyMap<string, string> | undefined {
+  return run.traceParent ? new Map([[run.publicId, run.traceParent]]) : undefined;
 }

@@ -14,7 +14,7 @@ export class FifoForBench implements TaskScheduler {
     // As before the scheduler: the creation answers once its job is added.
     await this.queues.addRuns(
       kind,
-      tasks.map((t) => ({ publicId: t.publicId, accountId: t.accountId, release: (t.releasesUsed ?? 0) + 1 })),
+      tasks.map((t) => ({ publicId: t.publicId, accountId: t.accountId, release: (t.releasesUsed ?? 0) + 1, traceParent: t.traceParent })),
     );
     return tasks.length;
   }

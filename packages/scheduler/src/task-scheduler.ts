@@ -12,6 +12,8 @@ export interface NewTask {
    * 0 for a new task.
    */
   releasesUsed?: number;
+  /** The task's `traceparent` (docs/architecture.md, "Tracing"): its job's producer span is made in that trace. */
+  traceParent?: string | undefined;
   /** Seconds: within its account and kind, placed as if created that much earlier (default 0). */
   priority?: number | null | undefined;
   /** When it expires if it has not started (the scheduler never releases it after that). */
@@ -29,10 +31,12 @@ export interface TaskRunRef {
   createdAt: Date;
   /** The job's release number (1 for jobs queued before the scheduler). */
   release: number;
+  /** The task's `traceparent`: a hand-back's or a retry's job has its producer span in the task's trace. */
+  traceParent?: string | undefined;
 }
 
 /** What re-releasing a run needs: its task and the release it was (a hand-back or retry of a later release changes nothing). */
-export type RunRelease = Pick<TaskRunRef, 'kind' | 'publicId' | 'accountId' | 'release'>;
+export type RunRelease = Pick<TaskRunRef, 'kind' | 'publicId' | 'accountId' | 'release' | 'traceParent'>;
 
 /** Idle slots of one worker process, per kind it runs. */
 export type IdleSlots = Partial<Record<TaskKind, number>>;

@@ -90,6 +90,54 @@ export function startSpan(name: string, opts: SpanOptions): StartedSpan {
   return { span, context: ctx, traceId: activeTraceId(ctx) };
 }
 
+/** A job about to be added to a queue, and the trace it belongs in: a context, or a stored `traceparent` (none: no trace). */
+export interface SentJob {
+  jobId: string;
+  parent: Context | string | null | undefined;
+}
+
+/**
+ * Adds jobs to a BullMQ queue (`add`, one call for them all) in a producer span per job, `send
+ * <queue>`, each a child of its job's `parent`: the task's trace, never whatever released it. A
+ * job whose parent is in no trace gets none, and without the SDK exporting this is a plain call
+ * (docs/architecture.md, "Tracing"). A lone job's add runs in its span, so that its Redis command
+ * (an opt-in command span) is under it.
+ */
+export async function inSendSpans<T>(queue: string, jobs: readonly SentJob[], add: () => Promise<T>): Promise<T> {
+  if (telemetryMode() !== 'export') return add();
+  const spans: Span[] = [];
+  let only: Context | undefined;
+  for (const job of jobs) {
+    const parent = typeof job.parent === 'object' && job.parent !== null ? job.parent : contextOf(job.parent);
+    const sc = trace.getSpanContext(parent);
+    if (!sc || !isSpanContextValid(sc)) continue;
+    const span = tracer().startSpan(
+      `send ${queue}`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: { 'messaging.system': 'bullmq', 'messaging.operation.type': 'send', 'messaging.destination.name': queue, 'messaging.message.id': job.jobId },
+      },
+      parent,
+    );
+    spans.push(span);
+    if (jobs.length === 1) only = trace.setSpan(parent, span);
+  }
+  if (spans.length === 0) return add();
+  try {
+    return await (only ? context.with(only, add) : add());
+  } catch (err) {
+    for (const span of spans) span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+    throw err;
+  } finally {
+    for (const span of spans) span.end();
+  }
+}
+
+/** The active context (the trace a job added now belongs in, when it is its caller's). */
+export function activeContext(): Context {
+  return context.active();
+}
+
 /** Runs `fn` in `ctx` (a stored `traceparent`'s, say). */
 export function withContext<T>(ctx: Context, fn: () => T): T {
   return context.with(ctx, fn);

@@ -117,6 +117,7 @@ export class RunSystem {
       order: task.id,
       createdAt: task.created_at,
       release: req.release,
+      traceParent: task.traceParent ?? undefined,
       task,
       marked,
       progress,

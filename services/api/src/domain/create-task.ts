@@ -226,12 +226,13 @@ function newTask(principal: KeyPrincipal, draft: TaskDraft, cost: number, traceP
 }
 
 /** What the scheduler needs of a task just created (its place: order, priority, deadline, fairness key). */
-export function scheduledTask(row: TaskRow, accountId: string): SchedulerTask {
+export function scheduledTask(row: TaskRow, accountId: string, traceParent: string | undefined): SchedulerTask {
   return {
     publicId: row.public_id,
     accountId,
     order: row.id,
     createdAt: row.created_at,
+    traceParent,
     priority: row.priority,
     expiresAt: row.expires_at,
     fairnessKey: row.fairness_key,

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { EgressError, type EgressClient } from '@taskapi/egress';
 import { storableText } from '@taskapi/domain';
 import type { WebhookAttemptResult } from '@taskapi/queue';
-import { contextOf, outgoingTraceParent, SpanKind, SpanStatusCode, startSpan, traceIdOf, withContext } from '@taskapi/telemetry';
+import { outgoingTraceParent, SpanKind, SpanStatusCode, startSpan, traceIdOf, withContext } from '@taskapi/telemetry';
 
 /** How much of a receiver's answer is read, and how much of it is kept for the console. */
 const MAX_RESPONSE_READ = 64 * 1024;
@@ -13,7 +13,7 @@ export interface WebhookRequest {
   url: string;
   headers: Record<string, string>;
   body: string;
-  /** The task's `traceparent`: the attempt's span (and the `traceparent` it sends) joins its trace. */
+  /** The task's `traceparent`: without the SDK, the `traceparent` the attempt sends continues its trace. */
   traceParent: string | null;
 }
 
@@ -26,12 +26,12 @@ export async function sendAttempt(egress: EgressClient, req: WebhookRequest, tim
   let statusCode: number | null = null;
   let error: string | null = null;
   let excerpt: string | null = null;
-  // The attempt's client span, in the task's trace; the receiver gets its `traceparent` beside the
-  // spec's headers (docs/webhooks.md). Without the SDK the span is a no-op and the `traceparent`
-  // is made by hand: the task's trace, a new span id.
+  // The attempt's client span, a child of the delivery job's consumer span (the active one, in the
+  // task's trace); the receiver gets its `traceparent` beside the spec's headers (docs/webhooks.md).
+  // Without the SDK the span is a no-op and the `traceparent` is made by hand: the task's trace, a
+  // new span id.
   const traced = startSpan('webhook attempt', {
     kind: SpanKind.CLIENT,
-    parent: contextOf(req.traceParent),
     attributes: { 'http.request.method': 'POST', 'server.address': new URL(req.url).hostname },
   });
   const traceParent = outgoingTraceParent(traced, req.traceParent);

@@ -4,7 +4,7 @@ import type { EgressClient } from '@taskapi/egress';
 import { flatLineWriter, type Logger } from '@taskapi/logger';
 import { WEBHOOK_QUEUE, type WebhookAttemptResult, type WebhookJob, type WebhookQueue } from '@taskapi/queue';
 import { retryWhileUnavailable } from '@taskapi/service';
-import { contextOf, withContext } from '@taskapi/telemetry';
+import { contextOf, inSpan, SpanKind } from '@taskapi/telemetry';
 import { attemptTurn } from '../domain/attempt-turn';
 import { retryDueInMs, stateAfterAttempt } from '../domain/retry-schedule';
 import { sendAttempt, unknownResult, type WebhookRequest } from '../domain/send-attempt';
@@ -82,8 +82,8 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
       const now = new Date();
       const claimed = await claimAndLoad(deps.db, { deliveryId, attempt, accountId: jobAccountId, ciphertext: known.ciphertext, startedAt: now });
       if (claimed) {
-        // As below: from here on, in the task's trace.
-        return withContext(contextOf(claimed.trace_parent), async () => {
+        // As below: from here on, in the job's consumer span, in the task's trace.
+        return inDeliverySpan(job, claimed.trace_parent, claimed.public_id, async () => {
           const result = await sendAttempt(deps.egress, webhookRequest(claimed, known.keys, attempt, now), deps.timeoutMs);
           return finishAttempt(deps, delivered, job, { ...fields, public_id: claimed.public_id }, result, jobAccountId);
         });
@@ -107,13 +107,35 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
     // Built before the claim, so that a request that cannot be built (an undecryptable secret)
     // never takes a number.
     const request = buildRequest(deps, secrets, delivery, attempt, startedAt);
-    // Once the delivery is known, its statements and Redis calls (opt-in command spans) are in its task's trace.
-    return withContext(contextOf(delivery.trace_parent), async () => {
+    // Once the delivery is known, the rest is in the job's consumer span, in its task's trace: the
+    // attempt's client span, the statements and Redis calls (opt-in command spans), the next
+    // attempt's producer span.
+    return inDeliverySpan(job, delivery.trace_parent, delivery.public_id, async () => {
       if (!(await claimAttempt(deps.db, deliveryId, attempt, startedAt))) return SKIPPED;
       const result = await sendAttempt(deps.egress, request, deps.timeoutMs);
       return finishAttempt(deps, delivered, job, { ...fields, public_id: delivery.public_id }, result, delivery.account_id);
     });
   };
+}
+
+/** Runs `fn` in the delivery job's consumer span, a child of the creation's (the task's stored `traceparent`). */
+function inDeliverySpan<T>(job: Job<WebhookJob>, traceParent: string | null, publicId: string, fn: () => Promise<T>): Promise<T> {
+  return inSpan(
+    'deliver webhook',
+    {
+      kind: SpanKind.CONSUMER,
+      parent: contextOf(traceParent),
+      attributes: {
+        'taskapi.task.id': publicId,
+        'taskapi.webhook.attempt': job.data.attempt,
+        'messaging.system': 'bullmq',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': WEBHOOK_QUEUE.name,
+        'messaging.message.id': job.id ?? '',
+      },
+    },
+    fn,
+  );
 }
 
 function buildRequest(deps: DeliverWebhookDeps, secrets: SecretCache, delivery: DeliveryToSend, attempt: number, now: Date): WebhookRequest {

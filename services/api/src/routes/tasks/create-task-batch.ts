@@ -128,7 +128,7 @@ export function createTaskBatchRoute(kind: TaskKind) {
         metrics.tasksCreated.inc({ kind, key_type: principal.type }, rows.length);
         places = await Promise.all(
           rows.map((row) =>
-            enqueueTask(kind, scheduledTask(row, principal.accountId)).then(
+            enqueueTask(kind, scheduledTask(row, principal.accountId, traceParent)).then(
               (p) => (p ? { ahead: p.ahead, heldByAccountCap: p.heldByCap } : null),
               (err: unknown) => {
                 // Committed and paid for; the sweeper gives the scheduler queued tasks it does not know.

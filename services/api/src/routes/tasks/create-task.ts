@@ -135,7 +135,7 @@ export function createTaskRoute(kind: TaskKind) {
       } else {
         metrics.tasksCreated.inc({ kind, key_type: principal.type });
         try {
-          const position = await enqueueTask(kind, scheduledTask(row, principal.accountId));
+          const position = await enqueueTask(kind, scheduledTask(row, principal.accountId, traceParent));
           if (position) place = { ahead: position.ahead, heldByAccountCap: position.heldByCap };
         } catch (err) {
           // The task is committed and paid for; the sweeper gives the scheduler queued tasks it does not know.
