@@ -266,6 +266,46 @@ describe('a task traced end to end', () => {
     await second.stop();
   }, 90_000);
 
+  it("a task that waited in line and a run handed back at shutdown: each job's producer span in its own task's trace", async () => {
+    const videoWorker = () => worker({ WORKER_KINDS: 'video-generation', WORKER_CONCURRENCY: '1' });
+    const first = await videoWorker();
+    const a = await created('video-generation', { prompt: 'traced first', duration_seconds: 1 });
+    await cog.waitForHeld(predictionId(a, 1));
+    // The only slot is taken: B waits in its account's line, and a freed slot releases it later.
+    const b = await created('video-generation', { prompt: 'traced in line', duration_seconds: 1 });
+    const [traceA, traceB] = [(await accessLine(a)).trace_id as string, (await accessLine(b)).trace_id as string];
+    // SIGTERM: A's run is handed back (its next job, release 2, keeps its place).
+    await first.stop();
+    const second = await videoWorker();
+    await waitFor(() => cog.putRequests()[predictionId(a, 1)]! > 1, { what: "A's second run to re-attach" });
+    cog.held.release(predictionId(a, 1));
+    await cog.waitForHeld(predictionId(b, 1));
+    cog.held.release(predictionId(b, 1));
+    for (const id of [a, b]) expect((await waitForTask(system.api, key.plaintext, id)).status).toBe(20);
+
+    const sends = (spans: ReceivedSpan[]) => spans.filter((s) => s.kind === KIND.producer).sort((x, y) => Number(x.startNs - y.startNs));
+    const ofA = await collector.waitForTrace(traceA, (s) => sends(s).length === 2 && s.filter((x) => x.name === 'run video-generation').length === 2);
+    const infoA = `\n${tree(ofA)}`;
+    const rootA = ofA.find((s) => s.parentSpanId === '')!;
+    const sent = (spans: ReceivedSpan[]) => sends(spans).map((s) => [s.service, s.resource['process.pid'], s.name, s.attributes['messaging.message.id'], s.parentSpanId]);
+    // The creation sent A's first job; the stopping worker sent its second (the hand-back).
+    expect([sent(ofA), infoA]).toEqual([
+      [
+        ['api', api.child.pid, 'send {tasks-video-generation}', a, rootA.spanId],
+        ['worker', first.child.pid, 'send {tasks-video-generation}', `${a}-2`, rootA.spanId],
+      ],
+      infoA,
+    ]);
+    // B's producer span is its creation's, from the moment it joined the line: the worker whose
+    // freed slot added its job later made none in any trace.
+    const ofB = await collector.waitForTrace(traceB, (s) => s.some((x) => x.name === 'run video-generation'));
+    const infoB = `\n${tree(ofB)}`;
+    const rootB = ofB.find((s) => s.parentSpanId === '')!;
+    expect([sent(ofB), infoB]).toEqual([[['api', api.child.pid, 'send {tasks-video-generation}', b, rootB.spanId]], infoB]);
+    expect(collector.spans.filter((s) => s.kind === KIND.producer && s.attributes['messaging.message.id'] === b)).toHaveLength(1);
+    await second.stop();
+  }, 90_000);
+
   it('a malformed traceparent is ignored: 201, and a new trace', async () => {
     const res = await create('video-generation', { prompt: 'bad traceparent', duration_seconds: 1 }, { traceparent: '00-not-a-trace-01' });
     expect(res.status).toBe(201);

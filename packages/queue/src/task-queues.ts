@@ -1,6 +1,5 @@
 import { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import { inSendSpans } from '@taskapi/telemetry';
 import { perTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import { TASK_QUEUES, taskJobId, type TaskJob } from './catalog';
 
@@ -14,8 +13,6 @@ export interface TaskRun {
   delayMs?: number;
   /** To the head of the queue, the next a worker takes (a task that keeps its place). */
   front?: boolean;
-  /** The task's `traceparent`, when whoever adds the job knows it: the job's producer span is made in its trace. */
-  traceParent?: string | null | undefined;
 }
 
 export interface TaskQueues {
@@ -43,17 +40,9 @@ export function createTaskQueues(connection: Redis | Cluster): TaskQueues {
         data: schema.parse({ public_id: run.publicId, account_id: run.accountId, release: run.release }),
         opts: { jobId: taskJobId(run.publicId, run.release), ...(run.delayMs ? { delay: run.delayMs } : {}), ...(run.front ? { lifo: true } : {}) },
       }));
-      if (jobs.length === 0) return;
-      const queue = queues[kind];
-      await inSendSpans(
-        queue.name,
-        jobs.map((job, i) => ({ jobId: job.opts.jobId, parent: runs[i]!.traceParent })),
-        // One job (a freed slot's next task, the usual case) without addBulk's MULTI.
-        async () => {
-          if (jobs.length === 1) await queue.add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
-          else await queue.addBulk(jobs);
-        },
-      );
+      // One job (a freed slot's next task, the usual case) without addBulk's MULTI.
+      if (jobs.length === 1) await queues[kind].add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
+      else if (jobs.length > 1) await queues[kind].addBulk(jobs);
     },
     async removeRun(kind, publicId, release) {
       return (await queues[kind].remove(taskJobId(publicId, release))) === 1;

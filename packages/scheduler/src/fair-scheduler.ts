@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { TASK_KINDS, isTaskKind, type TaskKind } from '@taskapi/task-kinds';
-import type { TaskQueues, TaskRun } from '@taskapi/queue';
+import { TASK_QUEUES, taskJobId, type TaskQueues, type TaskRun } from '@taskapi/queue';
+import { startSendSpans, type SendSpans } from '@taskapi/telemetry';
 import { NO_GROUP, schedulerCommands, type Releasing, type SchedulerScope } from './scheduler-commands';
 import type { AccountLoad, AccountQueue, GroupLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskPosition, TaskScheduler, WaitingTask, WorkerReport } from './task-scheduler';
 
@@ -40,21 +41,21 @@ export class FairScheduler implements TaskScheduler {
   /**
    * Adds what a command released to the queues. The command's answer stands once the script has
    * run: a job that could not be added is reported to `onQueueError` (the sweeper adds a released
-   * task's missing job), never thrown. `traceParents`: tasks whose jobs get producer spans, in their traces.
+   * task's missing job), never thrown.
    */
-  private async settle<A>(reply: Releasing<A>, traceParents?: ReadonlyMap<string, string>): Promise<A> {
-    await this.queue(reply, traceParents).catch((err: unknown) => this.opts.onQueueError?.(err as Error));
+  private async settle<A>(reply: Releasing<A>): Promise<A> {
+    await this.queue(reply).catch((err: unknown) => this.opts.onQueueError?.(err as Error));
     return reply.answer;
   }
 
   /** Adds the released runs' jobs; settles when they are added. */
-  private queue(reply: Releasing<unknown>, traceParents?: ReadonlyMap<string, string>): Promise<void> {
+  private queue(reply: Releasing<unknown>): Promise<void> {
     if (reply.skipped.length > 0) this.opts.onSkipped?.(reply.skipped);
     const runs = new Map<TaskKind, TaskRun[]>();
     for (const r of reply.released) {
       if (!isTaskKind(r.kind)) continue;
       const list = runs.get(r.kind) ?? [];
-      list.push({ publicId: r.task, accountId: r.account, release: r.release, front: r.front, traceParent: traceParents?.get(r.task) });
+      list.push({ publicId: r.task, accountId: r.account, release: r.release, front: r.front });
       runs.set(r.kind, list);
     }
     if (runs.size === 0) return Promise.resolve();
@@ -66,13 +67,15 @@ export class FairScheduler implements TaskScheduler {
   }
 
   async submitAndPlace(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<{ joined: number; positions: Map<string, TaskPosition> }> {
-    const reply = await schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks });
-    // Tasks released by their own submission get producer spans in their own traces; a task
-    // released later (a slot freed on a worker) gets none, as what releases it does not know its
-    // trace, and its run joins its trace from the row.
-    const traceParents = new Map<string, string>();
-    for (const t of tasks) if (t.traceParent) traceParents.set(t.publicId, t.traceParent);
-    const queued = this.queue(reply, traceParents);
+    // Each task's producer span, in its own trace: from its submission until its job is added, or
+    // until it is in its account's line when no slot is free (a freed slot adds the job later).
+    const sent = startSendSpans(
+      TASK_QUEUES[kind].name,
+      tasks.map((t) => ({ jobId: taskJobId(t.publicId, (t.releasesUsed ?? 0) + 1), parent: t.traceParent })),
+    );
+    const reply = await sending(sent, () => schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks }));
+    const queued = sent.run(() => this.queue(reply));
+    void queued.then(() => sent.end(), (err: unknown) => sent.end(err));
     if (opts.queued) opts.queued(queued);
     else await queued;
     const positions = new Map<string, TaskPosition>();
@@ -99,11 +102,16 @@ export class FairScheduler implements TaskScheduler {
   }
 
   async handBack(run: RunRelease, report?: WorkerReport): Promise<void> {
-    await this.settle(await schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release }), traced(run));
+    const sent = resent(run);
+    await sending(sent, async () => this.settle(await schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release })));
+    sent.end();
   }
 
+  /** The next run is released when the delay is over; its producer span is this call's (the task's next job id). */
   async retryLater(run: RunRelease, delayMs: number, report?: WorkerReport): Promise<void> {
-    await this.settle(await schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs }), traced(run));
+    const sent = resent(run);
+    await sending(sent, async () => this.settle(await schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs })));
+    sent.end();
   }
 
   async recount(): Promise<number> {
@@ -203,7 +211,17 @@ export class FairScheduler implements TaskScheduler {
   }
 }
 
-/** The run's task and its `traceparent`, when it has one. */
-function traced(run: RunRelease): ReadonlyMap<string, string> | undefined {
-  return run.traceParent ? new Map([[run.publicId, run.traceParent]]) : undefined;
+/** The producer span of a run's next job (its release + 1), in the task's trace. */
+function resent(run: RunRelease): SendSpans {
+  return startSendSpans(TASK_QUEUES[run.kind].name, [{ jobId: taskJobId(run.publicId, run.release + 1), parent: run.traceParent }]);
+}
+
+/** Runs `fn` in the spans; a failure ends them failed and is thrown. */
+async function sending<T>(sent: SendSpans, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await sent.run(fn);
+  } catch (err) {
+    sent.end(err);
+    throw err;
+  }
 }

@@ -1,5 +1,6 @@
 import type { TaskKind } from '@taskapi/task-kinds';
-import type { TaskQueues } from '@taskapi/queue';
+import { TASK_QUEUES, taskJobId, type TaskQueues, type TaskRun } from '@taskapi/queue';
+import { inSendSpans } from '@taskapi/telemetry';
 import type { AccountLoad, AccountQueue, GroupLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskPosition, TaskScheduler, WaitingTask } from './task-scheduler';
 
 /**
@@ -12,11 +13,18 @@ export class FifoForBench implements TaskScheduler {
 
   async submit(kind: TaskKind, tasks: readonly NewTask[]): Promise<number> {
     // As before the scheduler: the creation answers once its job is added.
-    await this.queues.addRuns(
+    await this.add(
       kind,
-      tasks.map((t) => ({ publicId: t.publicId, accountId: t.accountId, release: (t.releasesUsed ?? 0) + 1, traceParent: t.traceParent })),
+      tasks.map((t) => ({ publicId: t.publicId, accountId: t.accountId, release: (t.releasesUsed ?? 0) + 1 })),
+      tasks.map((t) => t.traceParent),
     );
     return tasks.length;
+  }
+
+  /** Adds the runs' jobs in their producer spans (as the fair scheduler makes them). */
+  private add(kind: TaskKind, runs: TaskRun[], traceParents: ReadonlyArray<string | undefined>): Promise<void> {
+    const jobs = runs.map((run, i) => ({ jobId: taskJobId(run.publicId, run.release), parent: traceParents[i] }));
+    return inSendSpans(TASK_QUEUES[kind].name, jobs, () => this.queues.addRuns(kind, runs));
   }
 
   async submitAndPlace(kind: TaskKind, tasks: readonly NewTask[]): Promise<{ joined: number; positions: Map<string, TaskPosition> }> {
@@ -28,11 +36,11 @@ export class FifoForBench implements TaskScheduler {
   async done(): Promise<void> {}
 
   async handBack(run: RunRelease): Promise<void> {
-    await this.queues.addRuns(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, front: true }]);
+    await this.add(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, front: true }], [run.traceParent]);
   }
 
   async retryLater(run: RunRelease, delayMs: number): Promise<void> {
-    await this.queues.addRuns(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, delayMs }]);
+    await this.add(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, delayMs }], [run.traceParent]);
   }
 
   async cancel(kind: TaskKind, publicId: string): Promise<void> {

@@ -96,15 +96,24 @@ export interface SentJob {
   parent: Context | string | null | undefined;
 }
 
+/** Producer spans started by `startSendSpans`: run the sending in them, then end them. */
+export interface SendSpans {
+  /** Runs `fn` in the lone job's span (what it makes, an opt-in Redis command span, is under it), else as it is. */
+  run<T>(fn: () => T): T;
+  /** Ends every span, failed when `error` is given (each job's span shares its one call's fate). */
+  end(error?: unknown): void;
+}
+
+const NO_SEND_SPANS: SendSpans = { run: (fn) => fn(), end: () => undefined };
+
 /**
- * Adds jobs to a BullMQ queue (`add`, one call for them all) in a producer span per job, `send
- * <queue>`, each a child of its job's `parent`: the task's trace, never whatever released it. A
- * job whose parent is in no trace gets none, and without the SDK exporting this is a plain call
- * (docs/architecture.md, "Tracing"). A lone job's add runs in its span, so that its Redis command
- * (an opt-in command span) is under it.
+ * Starts a producer span per job sent to a BullMQ queue in one call, `send <queue>` (kind
+ * PRODUCER, `messaging.*` attributes), each a child of its job's `parent`: the task's trace,
+ * never whatever trace the call is made in. A job whose parent is in no trace gets none, and
+ * without the SDK exporting nothing is made (docs/architecture.md, "Tracing").
  */
-export async function inSendSpans<T>(queue: string, jobs: readonly SentJob[], add: () => Promise<T>): Promise<T> {
-  if (telemetryMode() !== 'export') return add();
+export function startSendSpans(queue: string, jobs: readonly SentJob[]): SendSpans {
+  if (telemetryMode() !== 'export') return NO_SEND_SPANS;
   const spans: Span[] = [];
   let only: Context | undefined;
   for (const job of jobs) {
@@ -122,14 +131,28 @@ export async function inSendSpans<T>(queue: string, jobs: readonly SentJob[], ad
     spans.push(span);
     if (jobs.length === 1) only = trace.setSpan(parent, span);
   }
-  if (spans.length === 0) return add();
+  if (spans.length === 0) return NO_SEND_SPANS;
+  return {
+    run: (fn) => (only ? context.with(only, fn) : fn()),
+    end(error) {
+      for (const span of spans) {
+        if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+        span.end();
+      }
+    },
+  };
+}
+
+/** Runs `send` (one call that adds `jobs` to `queue`) in their producer spans (`startSendSpans`). */
+export async function inSendSpans<T>(queue: string, jobs: readonly SentJob[], send: () => Promise<T>): Promise<T> {
+  const spans = startSendSpans(queue, jobs);
   try {
-    return await (only ? context.with(only, add) : add());
+    const sent = await spans.run(send);
+    spans.end();
+    return sent;
   } catch (err) {
-    for (const span of spans) span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+    spans.end(err);
     throw err;
-  } finally {
-    for (const span of spans) span.end();
   }
 }
 
