@@ -105,6 +105,21 @@ describe('browser read tokens', () => {
     expect(text).toContain(`"public_id":"${id}"`);
   });
 
+  it('an event stream opened with a token ends when the token expires, and reconnecting is refused', async () => {
+    const id = await create();
+    // Sealed here: minting gives 60 s at least. It expires within two seconds.
+    const expiresAt = Math.floor(Date.now() / 1000) + 2;
+    const token = new ReadTokens(api.config.secretsKey).seal({ keyId: key.id, publicId: id, expiresAt });
+    const stream = await fetch(`${api.url}/api/public/tasks/${id}/events?access_token=${token}`);
+    expect(stream.status).toBe(200);
+    // The task is still queued: only the expiry ends the stream (its body is read to the end).
+    const text = await stream.text();
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt * 1000);
+    expect(text).toMatch(/^event: task\ndata: .*"status":0/);
+    const again = await api.req('GET', `/api/public/tasks/${id}/events?access_token=${token}`);
+    expect({ status: again.status, body: again.body }).toEqual({ status: 401, body: { message: 'This read token has expired.' } });
+  }, 20_000);
+
   it('refuses with the answer the rules give, never a 500', async () => {
     const id = await create();
     const other = await create();

@@ -43,7 +43,9 @@ export async function streamTaskEvents(deps: ApiDeps, res: Response, accountId: 
 /**
  * Answers 200 with the stream's events until it ends, then closes the response. Unbuffered by
  * proxies (`X-Accel-Buffering: no`) and caches (`Cache-Control: no-cache`). A client that goes
- * away stops the stream; a HEAD request gets the headers only.
+ * away stops the stream; a HEAD request gets the headers only. A stream opened with a read token
+ * ends when the token expires: what it reads is the token's to say, and a reconnection is refused
+ * (docs/api.md, "Browser read tokens").
  */
 export function sendTaskEvents(res: Response, stream: TaskEventStream): { sent: true } {
   // Gone while its task was read: 'close' has fired already.
@@ -57,6 +59,16 @@ export function sendTaskEvents(res: Response, stream: TaskEventStream): { sent: 
   res.setHeader('Cache-Control', 'no-cache');
   res.setHeader('X-Accel-Buffering', 'no');
   res.on('close', () => stream.stop());
+  const endsAt = locals(res).readTokenEndsAt;
+  if (endsAt !== undefined) {
+    // Tokens live a day at most: within setTimeout's range.
+    const expiry = setTimeout(() => {
+      stream.stop();
+      if (!res.writableEnded) res.end();
+    }, Math.max(0, endsAt - Date.now()));
+    expiry.unref();
+    res.on('close', () => clearTimeout(expiry));
+  }
   if (res.req.method === 'HEAD') {
     stream.stop();
     res.end();

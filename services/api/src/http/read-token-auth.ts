@@ -26,7 +26,8 @@ function tokenOf(req: Request): string | null | undefined {
  * token.` with nothing looked up; expired → `This read token has expired.`; its key unknown or
  * revoked (the rate-limit script's revocation marker too, at the very next request) → `Invalid read
  * token.`. Then the key's rate limits, as a request with the key. Sets `res.locals.key` (the minting
- * key) and `res.locals.readTaskId` (the one task the token reads).
+ * key), `res.locals.readTaskId` (the one task the token reads) and `res.locals.readTokenEndsAt`
+ * (when it stops reading: an event stream it opened ends then).
  */
 export function readTokenAuth(deps: KeyAuthDeps & { readTokens: ReadTokens }): RequestHandler {
   const { verifier, readTokens } = deps;
@@ -41,6 +42,7 @@ export function readTokenAuth(deps: KeyAuthDeps & { readTokens: ReadTokens }): R
     if (!key || key.revoked) throw new ApiError('INVALID_READ_TOKEN');
     // A trial key's token ends with its grant (capped when minted; a grant ended early too).
     if (key.type === 'trial' && (key.grantExpiresAt === null || key.grantExpiresAt <= Date.now())) throw new ApiError('READ_TOKEN_EXPIRED');
+    const endsAt = key.type === 'trial' ? Math.min(claim.expiresAt * 1000, key.grantExpiresAt!) : claim.expiresAt * 1000;
     // The route reads the task as the key's own route would (the same prefetch of its marker).
     const readPath = (req.baseUrl + req.path).replace(/^\/api\/public\/tasks\//i, '/api/tasks/');
     await admit(req, res, key, readPath, () => {
@@ -48,6 +50,7 @@ export function readTokenAuth(deps: KeyAuthDeps & { readTokens: ReadTokens }): R
       return new ApiError('INVALID_READ_TOKEN');
     });
     locals(res).readTaskId = claim.publicId;
+    locals(res).readTokenEndsAt = endsAt;
     next();
   };
 }

@@ -17,6 +17,8 @@ export interface RequestLocals {
   key?: KeyPrincipal;
   /** A read token's request: the one task it reads (`key` is its minting key). */
   readTaskId?: string;
+  /** A read token's request: when the token stops reading (ms since the epoch; an event stream ends then). */
+  readTokenEndsAt?: number;
   session?: SessionPrincipal;
   publicId?: string;
   /** The request's trace id for the access line, where a route knows it (a creation). */

@@ -39,12 +39,15 @@ export const getPublicTaskRoute = withReadToken(getTaskRoute, {
   summary: 'Get a task with a read token',
 });
 
-/** `GET /api/public/tasks/{publicId}/events`: as `GET /api/tasks/{publicId}/events`. */
-export const getPublicTaskEventsRoute = withReadToken(taskEventsRoute, {
-  operationId: 'getPublicTaskEvents',
-  path: '/api/public/tasks/{publicId}/events',
-  summary: "Stream a task's changes with a read token (server-sent events)",
-});
+/** `GET /api/public/tasks/{publicId}/events`: as `GET /api/tasks/{publicId}/events`, until the token expires. */
+export const getPublicTaskEventsRoute = withReadToken(
+  { ...taskEventsRoute, description: `${taskEventsRoute.description ?? ''} With a read token the stream also ends when the token expires; reconnecting is then refused (401).` },
+  {
+    operationId: 'getPublicTaskEvents',
+    path: '/api/public/tasks/{publicId}/events',
+    summary: "Stream a task's changes with a read token (server-sent events)",
+  },
+);
 
 /** `GET /api/public/tasks/{publicId}/files/{name}`: as `GET /api/tasks/{publicId}/files/{name}`. */
 export const getPublicTaskFileRoute = withReadToken(getTaskFileRoute, {
