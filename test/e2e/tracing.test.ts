@@ -202,6 +202,24 @@ describe('a task traced end to end', () => {
       ['deliver webhook', 'webhook attempt'],
       info,
     ]);
+
+    // A resend from the console: its job is sent in the resend request's trace, the delivery that
+    // runs it (attempt 2) is in the task's.
+    const resend = await fetch(`${apiUrl}/api/webhook-deliveries/${log.body.data[0].id}/resend`, { method: 'POST', headers: account.auth });
+    expect(resend.status).toBe(202);
+    const resendLine = await waitFor(() => api.logs.find((l) => l.method === 'POST' && String(l.path).endsWith('/resend') && l.status === 202), { what: 'the access line of the resend' });
+    const resendTrace = resendLine.trace_id as string;
+    const ofResend = await collector.waitForTrace(resendTrace, (s) => s.some((x) => x.name === 'send {webhooks}'));
+    const resendRoot = ofResend.find((s) => s.parentSpanId === '')!;
+    expect([resendRoot.name, ofResend.find((s) => s.name === 'send {webhooks}')!.parentSpanId, `\n${tree(ofResend)}`]).toEqual([
+      'POST /api/webhook-deliveries/{deliveryId}/resend',
+      resendRoot.spanId,
+      `\n${tree(ofResend)}`,
+    ]);
+    await receiver.waitForCount('/hooks', 2);
+    const again = await collector.waitForTrace(traceId, (s) => s.filter((x) => x.name === 'deliver webhook').length === 2);
+    const second = again.filter((s) => s.name === 'deliver webhook').find((s) => s.attributes['taskapi.webhook.attempt'] === 2);
+    expect([second?.parentSpanId, `\n${tree(again)}`]).toEqual([root.spanId, `\n${tree(again)}`]);
     await running.stop();
   }, 60_000);
 
