@@ -316,7 +316,7 @@ describe('a task traced end to end', () => {
     ]);
     // B's producer span is its creation's, from the moment it joined the line: the worker whose
     // freed slot added its job later made none in any trace.
-    const ofB = await collector.waitForTrace(traceB, (s) => s.some((x) => x.name === 'run video-generation'));
+    const ofB = await collector.waitForTrace(traceB, (s) => s.some((x) => x.name === 'run video-generation') && sends(s).length > 0);
     const infoB = `\n${tree(ofB)}`;
     const rootB = ofB.find((s) => s.parentSpanId === '')!;
     expect([sent(ofB), infoB]).toEqual([[['api', api.child.pid, 'send {tasks-video-generation}', b, rootB.spanId]], infoB]);

@@ -25,8 +25,8 @@ export function createWebhookQueue(connection: Redis | Cluster): WebhookQueue {
     async enqueueAttempt(deliveryId, attempt, delayMs = 0, accountId) {
       const data = WEBHOOK_QUEUE.schema.parse(accountId === undefined ? { delivery_id: deliveryId, attempt } : { delivery_id: deliveryId, attempt, account_id: accountId });
       const jobId = deliveryJobId(deliveryId, attempt);
-      // Added in its caller's trace (a run's, a delivery's): the task's.
-      await inSendSpans(queue.name, [{ jobId, parent: activeContext() }], () => queue.add('deliver', data, { jobId, delay: delayMs }));
+      // Its producer span in the caller's trace: a run's or a delivery's (the task's), a resend request's.
+      await inSendSpans(queue.name, () => [{ jobId, parent: activeContext() }], () => queue.add('deliver', data, { jobId, delay: delayMs }));
     },
   };
 }

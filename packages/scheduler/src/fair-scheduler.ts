@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { TASK_KINDS, isTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import { TASK_QUEUES, taskJobId, type TaskQueues, type TaskRun } from '@taskapi/queue';
-import { startSendSpans, type SendSpans } from '@taskapi/telemetry';
+import { startSendSpans } from '@taskapi/telemetry';
 import { NO_GROUP, schedulerCommands, type Releasing, type SchedulerScope } from './scheduler-commands';
 import type { AccountLoad, AccountQueue, GroupLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskPosition, TaskScheduler, WaitingTask, WorkerReport } from './task-scheduler';
 
@@ -69,13 +69,16 @@ export class FairScheduler implements TaskScheduler {
   async submitAndPlace(kind: TaskKind, tasks: readonly NewTask[], opts: { queued?: (jobs: Promise<void>) => void } = {}): Promise<{ joined: number; positions: Map<string, TaskPosition> }> {
     // Each task's producer span, in its own trace: from its submission until its job is added, or
     // until it is in its account's line when no slot is free (a freed slot adds the job later).
-    const sent = startSendSpans(
-      TASK_QUEUES[kind].name,
-      tasks.map((t) => ({ jobId: taskJobId(t.publicId, (t.releasesUsed ?? 0) + 1), parent: t.traceParent })),
-    );
-    const reply = await sending(sent, () => schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks }));
-    const queued = sent.run(() => this.queue(reply));
-    void queued.then(() => sent.end(), (err: unknown) => sent.end(err));
+    const sent = startSendSpans(TASK_QUEUES[kind].name, () => tasks.map((t) => ({ jobId: taskJobId(t.publicId, (t.releasesUsed ?? 0) + 1), parent: t.traceParent })));
+    let reply: Awaited<ReturnType<typeof schedulerCommands.submit>>;
+    try {
+      reply = await schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks });
+    } catch (err) {
+      sent.end(err);
+      throw err;
+    }
+    const queued = this.queue(reply);
+    if (sent.active) void queued.then(() => sent.end(), (err: unknown) => sent.end(err));
     if (opts.queued) opts.queued(queued);
     else await queued;
     const positions = new Map<string, TaskPosition>();
@@ -102,16 +105,31 @@ export class FairScheduler implements TaskScheduler {
   }
 
   async handBack(run: RunRelease, report?: WorkerReport): Promise<void> {
-    const sent = resent(run);
-    await sending(sent, async () => this.settle(await schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release })));
-    sent.end();
+    await this.sendAgain(run, () => schedulerCommands.handBack(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release }));
   }
 
-  /** The next run is released when the delay is over; its producer span is this call's (the task's next job id). */
+  /** The next run is released when the delay is over. */
   async retryLater(run: RunRelease, delayMs: number, report?: WorkerReport): Promise<void> {
-    const sent = resent(run);
-    await sending(sent, async () => this.settle(await schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs })));
-    sent.end();
+    await this.sendAgain(run, () => schedulerCommands.retry(this.redis, { scope: this.scope, report, publicId: run.publicId, release: run.release, delayMs }));
+  }
+
+  /**
+   * A hand-back's or a retry's command, then what it released (as `settle`). The task's next job
+   * (release + 1) gets a producer span in its trace, from the call's start, only when the command
+   * moved the run: a stale or repeated call sends nothing (docs/architecture.md, "Tracing").
+   */
+  private async sendAgain(run: RunRelease, command: () => Promise<Releasing<string>>): Promise<void> {
+    const startTime = Date.now();
+    const reply = await command();
+    const moved = reply.answer === 'active' || reply.answer === 'ready';
+    const sent = moved ? startSendSpans(TASK_QUEUES[run.kind].name, () => [{ jobId: taskJobId(run.publicId, run.release + 1), parent: run.traceParent }], { startTime }) : undefined;
+    try {
+      await this.queue(reply);
+      sent?.end();
+    } catch (err) {
+      sent?.end(err);
+      this.opts.onQueueError?.(err as Error);
+    }
   }
 
   async recount(): Promise<number> {
@@ -208,20 +226,5 @@ export class FairScheduler implements TaskScheduler {
   async accountLoad(accountId: string): Promise<AccountLoad> {
     const { running, cap, waiting } = await schedulerCommands.account(this.redis, { scope: this.scope, accountId });
     return { running, maxRunning: cap, waiting: Object.values(waiting).reduce((a, b) => a + b, 0) };
-  }
-}
-
-/** The producer span of a run's next job (its release + 1), in the task's trace. */
-function resent(run: RunRelease): SendSpans {
-  return startSendSpans(TASK_QUEUES[run.kind].name, [{ jobId: taskJobId(run.publicId, run.release + 1), parent: run.traceParent }]);
-}
-
-/** Runs `fn` in the spans; a failure ends them failed and is thrown. */
-async function sending<T>(sent: SendSpans, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await sent.run(fn);
-  } catch (err) {
-    sent.end(err);
-    throw err;
   }
 }

@@ -23,7 +23,7 @@ export class FifoForBench implements TaskScheduler {
 
   /** Adds the runs' jobs in their producer spans (as the fair scheduler makes them). */
   private add(kind: TaskKind, runs: TaskRun[], traceParents: ReadonlyArray<string | undefined>): Promise<void> {
-    const jobs = runs.map((run, i) => ({ jobId: taskJobId(run.publicId, run.release), parent: traceParents[i] }));
+    const jobs = () => runs.map((run, i) => ({ jobId: taskJobId(run.publicId, run.release), parent: traceParents[i] }));
     return inSendSpans(TASK_QUEUES[kind].name, jobs, () => this.queues.addRuns(kind, runs));
   }
 

@@ -98,25 +98,30 @@ export interface SentJob {
 
 /** Producer spans started by `startSendSpans`: run the sending in them, then end them. */
 export interface SendSpans {
+  /** False when no span was made (tracing not exporting, or no job in a trace): `end` does nothing. */
+  readonly active: boolean;
   /** Runs `fn` in the lone job's span (what it makes, an opt-in Redis command span, is under it), else as it is. */
   run<T>(fn: () => T): T;
   /** Ends every span, failed when `error` is given (each job's span shares its one call's fate). */
   end(error?: unknown): void;
 }
 
-const NO_SEND_SPANS: SendSpans = { run: (fn) => fn(), end: () => undefined };
+const NO_SEND_SPANS: SendSpans = { active: false, run: (fn) => fn(), end: () => undefined };
 
 /**
  * Starts a producer span per job sent to a BullMQ queue in one call, `send <queue>` (kind
  * PRODUCER, `messaging.*` attributes), each a child of its job's `parent`: the task's trace,
- * never whatever trace the call is made in. A job whose parent is in no trace gets none, and
- * without the SDK exporting nothing is made (docs/architecture.md, "Tracing").
+ * never whatever trace the call is made in. A job whose parent is in no trace gets none. Without
+ * the SDK exporting nothing is made, and `jobs` is not called (docs/architecture.md, "Tracing").
+ * `startTime` (ms since the epoch): when the sending began, for a span made once it is known
+ * that something was sent.
  */
-export function startSendSpans(queue: string, jobs: readonly SentJob[]): SendSpans {
+export function startSendSpans(queue: string, jobs: () => readonly SentJob[], opts: { startTime?: number } = {}): SendSpans {
   if (telemetryMode() !== 'export') return NO_SEND_SPANS;
+  const listed = jobs();
   const spans: Span[] = [];
   let only: Context | undefined;
-  for (const job of jobs) {
+  for (const job of listed) {
     const parent = typeof job.parent === 'object' && job.parent !== null ? job.parent : contextOf(job.parent);
     const sc = trace.getSpanContext(parent);
     if (!sc || !isSpanContextValid(sc)) continue;
@@ -124,15 +129,17 @@ export function startSendSpans(queue: string, jobs: readonly SentJob[]): SendSpa
       `send ${queue}`,
       {
         kind: SpanKind.PRODUCER,
+        startTime: opts.startTime,
         attributes: { 'messaging.system': 'bullmq', 'messaging.operation.type': 'send', 'messaging.destination.name': queue, 'messaging.message.id': job.jobId },
       },
       parent,
     );
     spans.push(span);
-    if (jobs.length === 1) only = trace.setSpan(parent, span);
+    if (listed.length === 1) only = trace.setSpan(parent, span);
   }
   if (spans.length === 0) return NO_SEND_SPANS;
   return {
+    active: true,
     run: (fn) => (only ? context.with(only, fn) : fn()),
     end(error) {
       for (const span of spans) {
@@ -144,8 +151,9 @@ export function startSendSpans(queue: string, jobs: readonly SentJob[]): SendSpa
 }
 
 /** Runs `send` (one call that adds `jobs` to `queue`) in their producer spans (`startSendSpans`). */
-export async function inSendSpans<T>(queue: string, jobs: readonly SentJob[], send: () => Promise<T>): Promise<T> {
+export async function inSendSpans<T>(queue: string, jobs: () => readonly SentJob[], send: () => Promise<T>): Promise<T> {
   const spans = startSendSpans(queue, jobs);
+  if (!spans.active) return send();
   try {
     const sent = await spans.run(send);
     spans.end();

@@ -59,6 +59,11 @@ export function sendTaskEvents(res: Response, stream: TaskEventStream): { sent: 
   res.setHeader('Cache-Control', 'no-cache');
   res.setHeader('X-Accel-Buffering', 'no');
   res.on('close', () => stream.stop());
+  if (res.req.method === 'HEAD') {
+    stream.stop();
+    res.end();
+    return { sent: true };
+  }
   const endsAt = locals(res).readTokenEndsAt;
   if (endsAt !== undefined) {
     // Tokens live a day at most: within setTimeout's range.
@@ -68,11 +73,6 @@ export function sendTaskEvents(res: Response, stream: TaskEventStream): { sent: 
     }, Math.max(0, endsAt - Date.now()));
     expiry.unref();
     res.on('close', () => clearTimeout(expiry));
-  }
-  if (res.req.method === 'HEAD') {
-    stream.stop();
-    res.end();
-    return { sent: true };
   }
   // A connection can be gone a moment before its `close` stops the stream: nothing is written then.
   const write = (text: string) => void (res.destroyed || res.writableEnded || res.write(text));

@@ -100,7 +100,7 @@ export function deliverWebhookProcessor(deps: DeliverWebhookDeps): Processor<Web
     }
     if (turn.action === 'record-unknown') {
       deps.logger.warn('webhook attempt claimed by a run that stopped; recorded with an unknown result', fields);
-      return finishAttempt(deps, delivered, job, fields, unknownResult(), delivery.account_id);
+      return inDeliverySpan(job, delivery.trace_parent, delivery.public_id, () => finishAttempt(deps, delivered, job, fields, unknownResult(), delivery.account_id));
     }
 
     const startedAt = new Date();
