@@ -247,9 +247,11 @@ describe('webhook attempts when PostgreSQL fails mid-attempt', () => {
     expect(await claimAttempt(system.api.deps.db.pool, deliveryId, 1, new Date())).toBe(true);
 
     await startRelayedDispatcher();
+    // Read again once it is delayed: a job read before the move (then its state checked after it)
+    // still shows the delay it was added with.
     const job = await waitFor(async () => {
       const j = await jobOf(deliveryId, 1);
-      return j && (await j.getState()) === 'delayed' ? j : undefined;
+      return j && (await j.getState()) === 'delayed' ? jobOf(deliveryId, 1) : undefined;
     }, { timeoutMs: 20_000, what: 'the second run to put the job back' });
     // Put back until the live run would have finished (the 2 s timeout plus 30 s to record), with
     // nothing sent and nothing recorded in its place.
