@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { TASK_KINDS, isTaskKind, type TaskKind } from '@taskapi/task-kinds';
 import { TASK_QUEUES, taskJobId, type TaskQueues, type TaskRun } from '@taskapi/queue';
-import { startSendSpans } from '@taskapi/telemetry';
+import { startSendSpans, type SendSpans } from '@taskapi/telemetry';
 import { NO_GROUP, schedulerCommands, type Releasing, type SchedulerScope } from './scheduler-commands';
 import type { AccountLoad, AccountQueue, GroupLoad, KindLoad, NewTask, RunRelease, SchedulerRecord, TaskPosition, TaskScheduler, WaitingTask, WorkerReport } from './task-scheduler';
 
@@ -41,10 +41,16 @@ export class FairScheduler implements TaskScheduler {
   /**
    * Adds what a command released to the queues. The command's answer stands once the script has
    * run: a job that could not be added is reported to `onQueueError` (the sweeper adds a released
-   * task's missing job), never thrown.
+   * task's missing job), never thrown; `sent`, the producer spans of what it sends, end with it.
    */
-  private async settle<A>(reply: Releasing<A>): Promise<A> {
-    await this.queue(reply).catch((err: unknown) => this.opts.onQueueError?.(err as Error));
+  private async settle<A>(reply: Releasing<A>, sent?: SendSpans): Promise<A> {
+    await this.queue(reply).then(
+      () => sent?.end(),
+      (err: unknown) => {
+        sent?.end(err);
+        this.opts.onQueueError?.(err as Error);
+      },
+    );
     return reply.answer;
   }
 
@@ -70,13 +76,10 @@ export class FairScheduler implements TaskScheduler {
     // Each task's producer span, in its own trace: from its submission until its job is added, or
     // until it is in its account's line when no slot is free (a freed slot adds the job later).
     const sent = startSendSpans(TASK_QUEUES[kind].name, () => tasks.map((t) => ({ jobId: taskJobId(t.publicId, (t.releasesUsed ?? 0) + 1), parent: t.traceParent })));
-    let reply: Awaited<ReturnType<typeof schedulerCommands.submit>>;
-    try {
-      reply = await schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks });
-    } catch (err) {
+    const reply = await schedulerCommands.submit(this.redis, { scope: this.scope, kind, tasks }).catch((err: unknown) => {
       sent.end(err);
       throw err;
-    }
+    });
     const queued = this.queue(reply);
     if (sent.active) void queued.then(() => sent.end(), (err: unknown) => sent.end(err));
     if (opts.queued) opts.queued(queued);
@@ -114,7 +117,7 @@ export class FairScheduler implements TaskScheduler {
   }
 
   /**
-   * A hand-back's or a retry's command, then what it released (as `settle`). The task's next job
+   * A hand-back's or a retry's command, then what it released (`settle`). The task's next job
    * (release + 1) gets a producer span in its trace, from the call's start, only when the command
    * moved the run: a stale or repeated call sends nothing (docs/architecture.md, "Tracing").
    */
@@ -123,13 +126,7 @@ export class FairScheduler implements TaskScheduler {
     const reply = await command();
     const moved = reply.answer === 'active' || reply.answer === 'ready';
     const sent = moved ? startSendSpans(TASK_QUEUES[run.kind].name, () => [{ jobId: taskJobId(run.publicId, run.release + 1), parent: run.traceParent }], { startTime }) : undefined;
-    try {
-      await this.queue(reply);
-      sent?.end();
-    } catch (err) {
-      sent?.end(err);
-      this.opts.onQueueError?.(err as Error);
-    }
+    await this.settle(reply, sent);
   }
 
   async recount(): Promise<number> {

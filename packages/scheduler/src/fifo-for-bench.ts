@@ -15,15 +15,14 @@ export class FifoForBench implements TaskScheduler {
     // As before the scheduler: the creation answers once its job is added.
     await this.add(
       kind,
-      tasks.map((t) => ({ publicId: t.publicId, accountId: t.accountId, release: (t.releasesUsed ?? 0) + 1 })),
-      tasks.map((t) => t.traceParent),
+      tasks.map((t) => ({ publicId: t.publicId, accountId: t.accountId, release: (t.releasesUsed ?? 0) + 1, traceParent: t.traceParent })),
     );
     return tasks.length;
   }
 
-  /** Adds the runs' jobs in their producer spans (as the fair scheduler makes them). */
-  private add(kind: TaskKind, runs: TaskRun[], traceParents: ReadonlyArray<string | undefined>): Promise<void> {
-    const jobs = () => runs.map((run, i) => ({ jobId: taskJobId(run.publicId, run.release), parent: traceParents[i] }));
+  /** Adds the runs' jobs, each in a producer span in its task's trace (as the fair scheduler makes them). */
+  private add(kind: TaskKind, runs: ReadonlyArray<TaskRun & { traceParent: string | undefined }>): Promise<void> {
+    const jobs = () => runs.map((run) => ({ jobId: taskJobId(run.publicId, run.release), parent: run.traceParent }));
     return inSendSpans(TASK_QUEUES[kind].name, jobs, () => this.queues.addRuns(kind, runs));
   }
 
@@ -36,11 +35,11 @@ export class FifoForBench implements TaskScheduler {
   async done(): Promise<void> {}
 
   async handBack(run: RunRelease): Promise<void> {
-    await this.add(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, front: true }], [run.traceParent]);
+    await this.add(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, front: true, traceParent: run.traceParent }]);
   }
 
   async retryLater(run: RunRelease, delayMs: number): Promise<void> {
-    await this.add(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, delayMs }], [run.traceParent]);
+    await this.add(run.kind, [{ publicId: run.publicId, accountId: run.accountId, release: run.release + 1, delayMs, traceParent: run.traceParent }]);
   }
 
   async cancel(kind: TaskKind, publicId: string): Promise<void> {

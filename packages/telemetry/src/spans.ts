@@ -67,11 +67,16 @@ export async function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (err) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+    markFailed(span, err);
     throw err;
   } finally {
     span.end();
   }
+}
+
+/** Gives `span` an error status with what was thrown. */
+function markFailed(span: Span, err: unknown): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
 }
 
 /** A span that was started, and the context with it as the active span. */
@@ -143,7 +148,7 @@ export function startSendSpans(queue: string, jobs: () => readonly SentJob[], op
     run: (fn) => (only ? context.with(only, fn) : fn()),
     end(error) {
       for (const span of spans) {
-        if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+        if (error !== undefined) markFailed(span, error);
         span.end();
       }
     },
